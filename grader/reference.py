@@ -1,0 +1,35 @@
+"""Re-execute the reference notebooks in solutions/ in place, from their paired text sources."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+
+from grader.course import check_lessons, reference_notebook, source_text
+
+
+def main(*, lessons: list[str] | None = None, timeout: int = 600) -> list[str]:
+    """For each lesson: take cell inputs from `solutions/<id>.py`, run every cell, save outputs.
+
+    jupytext's --update keeps the notebook's metadata; nbclient runs the notebook in its own
+    folder with the `python3` kernel and records no timing metadata, so re-running an unchanged
+    lesson changes nothing but the outputs of cells marked as volatile.
+    """
+    lessons = check_lessons(lessons)
+    for lesson in lessons:
+        notebook = reference_notebook(lesson)
+        notebook.parent.mkdir(exist_ok=True)
+        update = ["--update"] if notebook.exists() else []  # keep existing metadata and outputs
+        subprocess.run([sys.executable, "-m", "jupytext", "--quiet", *update, "--to", "ipynb",
+                        "--output", str(notebook), str(source_text(lesson))], check=True)
+        nb = nbformat.read(notebook, as_version=4)
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                                resources={"metadata": {"path": str(notebook.parent)}})
+        client.execute()
+        nbformat.write(nb, notebook)
+        subprocess.run([sys.executable, "-m", "jupytext", "--quiet", "--sync", str(notebook)], check=True)
+        print(f"executed {notebook.relative_to(notebook.parents[1])}")
+    return lessons

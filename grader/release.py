@@ -1,0 +1,26 @@
+"""Generate the student notebooks in lessons/ from the reference notebooks in solutions/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.course import REPO, check_lessons, nbgrader_api, nbgrader_config
+
+
+def main(*, lessons: list[str] | None = None, course: Path = REPO) -> list[str]:
+    """Run nbgrader's generate_assignment for each lesson; return the lessons released.
+
+    `course` is the folder whose nbgrader_config.py is used (default: this repository, which
+    releases into lessons/ and records the test cells in grader/state/gradebook.db). nbgrader
+    strips solutions and hidden tests, clears outputs, adds checksums, and saves every test cell
+    to the gradebook, where autograding restores them from.
+    """
+    lessons = check_lessons(lessons)
+    config = nbgrader_config(course)
+    api = nbgrader_api(config)
+    for lesson in lessons:
+        result = api.generate_assignment(lesson, force=True, create=True)
+        if not result["success"]:
+            raise SystemExit(f"releasing {lesson} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
+        print(f"released {lesson}")
+    return lessons
