@@ -1,35 +1,32 @@
-"""Command-line interface: `python -m grader <command>`. The Makefile calls these commands."""
+"""Command-line interface: `python -m grader <command>`. The Makefile calls these commands.
+
+Each command is a module in this package with `add_arguments(parser)` and `run(args)`, a thin
+layer over that module's keyword-only `main()`. To add a command, add its module to COMMANDS.
+"""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from grader import reference, release
-from grader.course import REPO
+
+COMMANDS = {
+    "release": release,
+    "reference": reference,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-
-    p = commands.add_parser("release", help="regenerate lessons/ from solutions/ (nbgrader generate_assignment)")
-    p.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
-    p.add_argument("--course", type=Path, default=REPO,
-                   help="folder whose nbgrader_config.py to use (default: this repository)")
-
-    p = commands.add_parser("reference", help="re-execute the reference notebooks in solutions/ in place")
-    p.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
-    p.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell (default: 600)")
+    for name, module in COMMANDS.items():
+        module.add_arguments(commands.add_parser(name, help=module.__doc__.splitlines()[0]))
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    if args.command == "release":
-        release.main(lessons=args.lessons, course=args.course)
-    elif args.command == "reference":
-        reference.main(lessons=args.lessons, timeout=args.timeout)
+    COMMANDS[args.command].run(args)
 
 
 if __name__ == "__main__":

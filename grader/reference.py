@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
@@ -33,3 +34,12 @@ def main(*, lessons: list[str] | None = None, timeout: int = 600) -> list[str]:
         subprocess.run([sys.executable, "-m", "jupytext", "--quiet", "--sync", str(notebook)], check=True)
         print(f"executed {notebook.relative_to(notebook.parents[1])}")
     return lessons
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell (default: 600)")
+
+
+def run(args: argparse.Namespace) -> None:
+    main(lessons=args.lessons, timeout=args.timeout)

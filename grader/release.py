@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from grader.course import REPO, check_lessons, nbgrader_api, nbgrader_config
@@ -24,3 +25,13 @@ def main(*, lessons: list[str] | None = None, course: Path = REPO) -> list[str]:
             raise SystemExit(f"releasing {lesson} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
         print(f"released {lesson}")
     return lessons
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    parser.add_argument("--course", type=Path, default=REPO,
+                        help="folder whose nbgrader_config.py to use (default: this repository)")
+
+
+def run(args: argparse.Namespace) -> None:
+    main(lessons=args.lessons, course=args.course)
