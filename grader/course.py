@@ -75,3 +75,15 @@ def nbgrader_api(config: Config):
         os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
 
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+# How a submitted notebook is named when it leaves the student's machine, following nbgrader's
+# zip_collect conventions (the LMS-export pattern from nbgrader's documentation): for example
+# `03-parallel-heads_ada_lovelace_attempt_2026-11-29-14-05-00_03-parallel-heads.ipynb`.
+# `make submit` writes this name; the instructor's grading command parses it with this pattern.
+SUBMISSION_REGEXP = r".+_(?P<student_id>\w+)_attempt_(?P<timestamp>[0-9\-]+)_(?P<file_id>.+)"
+
+
+def submission_filename(lesson: str, student: str, timestamp: str) -> str:
+    """File name for `student`'s notebook of `lesson` submitted at `timestamp` (YYYY-MM-DD-HH-MM-SS)."""
+    return f"{lesson}_{student}_attempt_{timestamp}_{lesson}.ipynb"
