@@ -81,7 +81,8 @@ def nbgrader_api(config: Config):
 # zip_collect conventions (the LMS-export pattern from nbgrader's documentation): for example
 # `03-parallel-heads_ada_lovelace_attempt_2026-11-29-14-05-00_03-parallel-heads.ipynb`.
 # `make submit` writes this name; the instructor's grading command parses it with this pattern.
-SUBMISSION_REGEXP = r".+_(?P<student_id>\w+)_attempt_(?P<timestamp>[0-9\-]+)_(?P<file_id>.+)"
+# Lesson ids contain no underscore, so the student id is everything up to `_attempt_`.
+SUBMISSION_REGEXP = r"[^_]+_(?P<student_id>\w+?)_attempt_(?P<timestamp>[0-9\-]+)_(?P<file_id>.+)"
 
 
 def submission_filename(lesson: str, student: str, timestamp: str) -> str:
