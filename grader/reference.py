@@ -27,8 +27,10 @@ def main(*, lessons: list[str] | None = None, timeout: int = 600) -> list[str]:
         subprocess.run([sys.executable, "-m", "jupytext", "--quiet", *update, "--to", "ipynb",
                         "--output", str(notebook), str(source_text(lesson))], check=True)
         nb = nbformat.read(notebook, as_version=4)
+        # No timing metadata and no widget state: both change on every run (widget model ids are
+        # random), and widget state would also be copied into the student release.
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                                resources={"metadata": {"path": str(notebook.parent)}})
+                                store_widget_state=False, resources={"metadata": {"path": str(notebook.parent)}})
         client.execute()
         nbformat.write(nb, notebook)
         subprocess.run([sys.executable, "-m", "jupytext", "--quiet", "--sync", str(notebook)], check=True)

@@ -31,6 +31,7 @@ def test_reference_notebook_was_executed_cleanly(lesson):
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     unexecuted = [i for i, c in enumerate(code) if c.execution_count is None]
     assert not unexecuted, f"code cells {unexecuted} have no stored outputs: run `make reference`"
+    assert "widgets" not in nb.metadata, "widget state is stored (random ids, copied to students): `make reference`"
     counts = [c.execution_count for c in code]
     assert counts == list(range(1, len(code) + 1)), "cells were not run top to bottom in one kernel"
     for i, cell in enumerate(code):
