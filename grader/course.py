@@ -6,6 +6,7 @@ tests pass overrides as keyword arguments.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -22,6 +23,23 @@ def lesson_ids() -> list[str]:
     """Every lesson of the course, in order: one text source `solutions/<id>.py` per lesson,
     paired with its reference notebook `solutions/<id>/<id>.ipynb`."""
     return sorted(p.stem for p in SOLUTIONS.glob("*.py"))
+
+
+# Optional extras: lessons that need packages outside requirements.txt, as lesson id -> {module it
+# imports: the command that installs it}. `make lab` and `make test` work without them; where one is
+# missing, that lesson's tests are skipped with the install command as the reason (tests/conftest.py).
+OPTIONAL_REQUIREMENTS: dict[str, dict[str, str]] = {
+    "05-pytorch-module": {"torch": "make torch"},
+}
+
+
+def missing_requirements(lesson: str) -> dict[str, str]:
+    """The optional modules `lesson` needs that this Python cannot import, each with its install command.
+
+    Empty when the lesson can run. Looks the modules up without importing them.
+    """
+    needed = OPTIONAL_REQUIREMENTS.get(lesson, {})
+    return {module: install for module, install in needed.items() if importlib.util.find_spec(module) is None}
 
 
 def source_text(lesson: str) -> Path:

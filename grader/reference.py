@@ -9,7 +9,7 @@ import sys
 import nbformat
 from nbclient import NotebookClient
 
-from grader.course import check_lessons, reference_notebook, source_text
+from grader.course import check_lessons, missing_requirements, reference_notebook, source_text
 
 
 def main(*, lessons: list[str] | None = None, timeout: int = 600) -> list[str]:
@@ -20,7 +20,13 @@ def main(*, lessons: list[str] | None = None, timeout: int = 600) -> list[str]:
     lesson changes nothing but the outputs of cells marked as volatile.
     """
     lessons = check_lessons(lessons)
+    done = []
     for lesson in lessons:
+        missing = missing_requirements(lesson)
+        if missing:
+            install = " and ".join(sorted(set(missing.values())))
+            print(f"skipped {lesson}: it needs {', '.join(missing)}; run `{install}`")
+            continue
         notebook = reference_notebook(lesson)
         notebook.parent.mkdir(exist_ok=True)
         update = ["--update"] if notebook.exists() else []  # keep existing metadata and outputs
@@ -35,7 +41,8 @@ def main(*, lessons: list[str] | None = None, timeout: int = 600) -> list[str]:
         nbformat.write(nb, notebook)
         subprocess.run([sys.executable, "-m", "jupytext", "--quiet", "--sync", str(notebook)], check=True)
         print(f"executed {notebook.relative_to(notebook.parents[1])}")
-    return lessons
+        done.append(lesson)
+    return done
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
