@@ -1,0 +1,982 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: 02-scaling//ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 2: Why divide by $\sqrt{d_k}$
+#
+# Scaled dot-product attention is
+#
+# $$\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V ,$$
+#
+# where $d_k$ is the length of each query and key vector. Lesson 1 built everything in this line
+# except the $\sqrt{d_k}$. This lesson is about that one division: what goes wrong without it,
+# why it is exactly $\sqrt{d_k}$ and not $d_k$, and what it silently assumes about the numbers
+# it divides.
+#
+# The short version: a dot product of two random vectors of length $d_k$ grows with $d_k$. Large
+# scores make the softmax **saturate**: each row of attention weights collapses onto a single
+# key, and the gradient that training needs to change that choice vanishes. Dividing by
+# $\sqrt{d_k}$ keeps the scores at a fixed size, whatever $d_k$ is, *provided the queries and keys
+# themselves have unit variance*. The source text this lesson is built on breaks that proviso in
+# its own demonstration, and section 5 takes its code apart to see what happens then.
+#
+# **What you'll do**
+# - measure the variance of $q \cdot k$ for $d_k$ from 1 to 1024 and fit its growth;
+# - compare attention with and without the scale at $d_k = 64$: scores, weights, row entropies;
+# - follow the entropy of attention rows, and the softmax Jacobian, as $d_k$ grows;
+# - run the source text's unscaled-weight example and find out why even its scaled scores saturate;
+# - implement `scaled_dot_product_attention`, `row_entropy` and a variance prediction, and take a short quiz.
+#
+# **What you'll learn**
+# - why $\operatorname{Var}(q \cdot k) = d_k$ for unit-variance $q$ and $k$, so the right divisor is $\sqrt{d_k}$;
+# - how to measure saturation: the entropy of a row, against its ceiling $\log T$;
+# - why a saturated softmax stops learning: its Jacobian $\operatorname{diag}(p) - p p^\top$ goes to zero;
+# - why weight initialisation (GPT-2's std 0.02, or $1/\sqrt{C}$) is part of the same story;
+# - the difference between the two fixes: max subtraction prevents overflow, the $\sqrt{d_k}$ prevents saturation.
+#
+# **What you'll need**
+# - single-head attention and the numerically stable softmax (Lesson 1);
+# - mean and variance of a sum of independent random variables.
+#
+# Four graded exercises close the lesson. Their visible checks run as you work; hidden tests
+# with fresh inputs run when your notebook is graded.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+# %% [markdown]
+# Two helpers used throughout. `softmax` is Lesson 1's stable softmax. `attention_entropy`
+# measures how spread out each row of attention weights is, in nats (natural log):
+#
+# $$H(p) = -\sum_{j=1}^{T} p_j \log p_j , \qquad 0 \le H(p) \le \log T .$$
+#
+# $H = 0$ for a one-hot row (all the attention on one key) and $H = \log T$ for a uniform row.
+# A term with $p_j = 0$ contributes $0$ (the limit of $p \log p$), so the helper never evaluates
+# $\log 0$.
+
+# %%
+def softmax(x, axis=-1):
+    """Numerically stable softmax along `axis`."""
+    x = x - x.max(axis=axis, keepdims=True)  # subtract the row max: exp never overflows
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def attention_entropy(weights):
+    """Entropy in nats of each row of `weights` (..., T_k) -> (...); 0 log 0 counts as 0."""
+    log_w = np.log(weights, out=np.zeros_like(weights), where=weights > 0)  # log only where w > 0
+    return 0.0 - (weights * log_w).sum(axis=-1)  # 0.0 - x rather than -x: a one-hot row gives 0.0, not -0.0
+
+
+def draw_heatmap(ax, matrix, title, *, cbar_label, cmap="viridis", vmin=None, vmax=None, fmt="{:.2f}"):
+    """One (T_q, T_k) matrix as a labelled heatmap with a colourbar; values printed when T <= 8."""
+    n_queries, n_keys = matrix.shape
+    image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set_title(title)
+    ax.set_xlabel("key position")
+    ax.set_ylabel("query position")
+    ax.set_xticks(range(n_keys))
+    ax.set_yticks(range(n_queries))
+    if max(n_queries, n_keys) <= 8:
+        for q in range(n_queries):
+            for k in range(n_keys):
+                text = fmt.format(matrix[q, k])
+                if float(text) == 0:
+                    text = fmt.format(0.0)  # print "0.00", not "-0.00"
+                r, g, b, _ = image.cmap(image.norm(matrix[q, k]))
+                ax.text(k, q, text, ha="center", va="center", fontsize=7,
+                        color="black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white")
+    ax.figure.colorbar(image, ax=ax, shrink=0.8, label=cbar_label)
+
+
+# %% [markdown]
+# ## 1. The variance of a dot product grows with $d_k$
+#
+# Take a query $q$ and a key $k$ in $\mathbb{R}^{d_k}$ whose entries are independent, with mean 0
+# and variance 1. Their score is a sum of $d_k$ products:
+#
+# $$q \cdot k = \sum_{j=1}^{d_k} q_j k_j .$$
+#
+# Each product has mean $\mathbb{E}[q_j]\,\mathbb{E}[k_j] = 0$ and variance
+# $\mathbb{E}[q_j^2]\,\mathbb{E}[k_j^2] = 1 \cdot 1 = 1$. The $d_k$ products are independent, so
+# their variances add:
+#
+# $$\operatorname{Var}(q \cdot k) = d_k , \qquad
+#   \operatorname{Var}\!\left(\frac{q \cdot k}{\sqrt{d_k}}\right) = \frac{d_k}{d_k} = 1 .$$
+#
+# The standard deviation of a raw score is $\sqrt{d_k}$, so dividing by $\sqrt{d_k}$ (not by
+# $d_k$) is what brings it back to 1. Check it: draw 4000 pairs of unit-variance vectors for each
+# $d_k = 1, 2, 4, \dots, 1024$, compute every $q \cdot k$, and measure both variances.
+
+# %%
+rng = np.random.default_rng(0)
+d_k_values = 2 ** np.arange(11)  # 1, 2, 4, ..., 1024
+n_pairs = 4000
+
+var_raw, var_scaled = [], []
+for d_k in d_k_values:
+    q = rng.standard_normal((n_pairs, d_k))  # (n_pairs, d_k): unit-variance query entries
+    k = rng.standard_normal((n_pairs, d_k))  # (n_pairs, d_k): unit-variance key entries
+    dots = (q * k).sum(axis=-1)  # (n_pairs,): one q . k per pair
+    var_raw.append(dots.var())
+    var_scaled.append((dots / np.sqrt(d_k)).var())
+var_raw, var_scaled = np.array(var_raw), np.array(var_scaled)
+
+# A straight line in log-log coordinates, log Var = slope * log d_k + c, means Var ~ d_k ** slope.
+slope_raw = np.polyfit(np.log(d_k_values), np.log(var_raw), 1)[0]
+slope_scaled = np.polyfit(np.log(d_k_values), np.log(var_scaled), 1)[0]
+
+print("  d_k   Var(q.k)   Var(q.k / sqrt(d_k))")
+for d_k, v_raw, v_scaled in zip(d_k_values, var_raw, var_scaled, strict=True):
+    print(f"{d_k:5d} {v_raw:10.2f} {v_scaled:12.3f}")
+print(f"fitted log-log slope, unscaled: {slope_raw:.3f}   (1 means Var grows like d_k)")
+print(f"fitted log-log slope, scaled:   {slope_scaled:.3f}   (0 means Var does not depend on d_k)")
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
+_ = ax.loglog(d_k_values, d_k_values, ":", color="grey", label="theory: Var = $d_k$")
+_ = ax.loglog(d_k_values, np.ones(len(d_k_values)), "--", color="grey", label="theory: Var = 1")
+_ = ax.loglog(d_k_values, var_raw, "o-", label=f"measured Var($q \\cdot k$), slope {slope_raw:.2f}")
+_ = ax.loglog(d_k_values, var_scaled, "s-", label=f"measured Var($q \\cdot k / \\sqrt{{d_k}}$), slope {slope_scaled:.2f}")
+ax.set_xscale("log", base=2)
+ax.set_xticks(d_k_values, [str(d) for d in d_k_values])
+ax.set_xlabel("$d_k$ (length of query and key vectors)")
+ax.set_ylabel("variance of the score (4000 pairs)")
+ax.set_title("Unit-variance q and k: Var(q·k) grows like $d_k$, the scaled score stays at 1")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# *Figure: both axes are logarithmic. The raw scores' variance (circles) lies on the dotted line
+# Var $= d_k$; the scaled scores' variance (squares) lies on the dashed line Var $= 1$ for every
+# $d_k$.*
+#
+# The fitted slope of the raw variance is 1.002, and the scaled variance stays between 0.97 and
+# 1.04 for every $d_k$ from 1 to 1024. At $d_k = 64$, the head size of GPT-2 small, the raw scores
+# have variance 63.4: a standard deviation near 8.
+
+# %% [markdown]
+# ## 2. Saturation at $d_k = 64$
+#
+# What does a standard deviation of 8 do to a softmax? Take $T = 8$ positions and unit-variance
+# queries and keys of length $d_k = 64$, and compute the attention weights twice:
+#
+# $$\text{unscaled: } \operatorname{softmax}\!\left(Q K^\top\right), \qquad
+#   \text{scaled: } \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) .$$
+#
+# For each query row, the entropy $H$ says how spread out its attention is, against the ceiling
+# $\log T = \log 8 = 2.079$ of a uniform row.
+
+# %%
+rng = np.random.default_rng(1)
+T, d_k = 8, 64
+Q = rng.standard_normal((T, d_k))  # (T, d_k) unit-variance queries
+K = rng.standard_normal((T, d_k))  # (T, d_k) unit-variance keys
+
+scores_raw = Q @ K.T  # (T, d_k) @ (d_k, T) -> (T, T)
+scores_scaled = scores_raw / np.sqrt(d_k)  # (T, T)
+weights_raw = softmax(scores_raw)  # (T, T), rows sum to 1
+weights_scaled = softmax(scores_scaled)  # (T, T), rows sum to 1
+entropy_raw = attention_entropy(weights_raw)  # (T,)
+entropy_scaled = attention_entropy(weights_scaled)  # (T,)
+
+print(f"unscaled scores: range {scores_raw.min():7.2f} to {scores_raw.max():6.2f}, std {scores_raw.std():.2f}")
+print(f"scaled scores:   range {scores_scaled.min():7.2f} to {scores_scaled.max():6.2f}, std {scores_scaled.std():.2f}")
+print("row entropy, unscaled:", np.round(entropy_raw, 3))
+print("row entropy, scaled:  ", np.round(entropy_scaled, 3))
+print(f"ceiling log T = {np.log(T):.3f};  mean entropy unscaled {entropy_raw.mean():.3f}, scaled {entropy_scaled.mean():.3f}")
+print("largest weight in each row, unscaled:", np.round(weights_raw.max(axis=-1), 3))
+print("largest weight in each row, scaled:  ", np.round(weights_scaled.max(axis=-1), 3))
+
+# %% [markdown]
+# The scaled scores run from $-2.55$ to $2.02$ with standard deviation 1.08, close to the 1 that
+# section 1 predicts; the unscaled ones run from $-20.43$ to $16.16$, standard deviation 8.68.
+# Every unscaled row has lower entropy than its scaled twin.
+# Rows 1, 6 and 7 are essentially one-hot (entropy at most 0.007, largest weight at least 0.999),
+# and the mean entropy falls from 1.688 to 0.301. The scaled rows stay between 1.168 and 1.953,
+# below the ceiling 2.079 but far from one-hot. Here are all four $(T, T)$ matrices:
+
+# %%
+fig, axes = plt.subplots(2, 2, figsize=(11, 9.5), constrained_layout=True)
+for col, (scores, weights, label) in enumerate([(scores_raw, weights_raw, "unscaled: $QK^T$"),
+                                               (scores_scaled, weights_scaled, "scaled: $QK^T/\\sqrt{d_k}$")]):
+    limit = np.abs(scores).max()  # symmetric colour range: white is a score of 0
+    draw_heatmap(axes[0, col], scores, f"scores, {label}", cbar_label="score", cmap="RdBu_r",
+                 vmin=-limit, vmax=limit, fmt="{:.1f}")
+    draw_heatmap(axes[1, col], weights, f"weights, softmax of {label}", cbar_label="attention weight",
+                 vmin=0.0, vmax=1.0)
+fig.suptitle("Unit-variance q and k, T = 8, $d_k$ = 64: the same scores without (left) and with (right) the scale")
+plt.show()
+
+# %% [markdown]
+# *Figure: top, the scores (note the two colour scales: about $\pm 20$ on the left, $\pm 2.5$ on
+# the right); bottom, the attention weights on a common 0 to 1 scale. The two score matrices hold
+# the same pattern, only the size differs, yet the unscaled weights (bottom left) are mostly a
+# single bright cell per row while the scaled ones (bottom right) spread over several keys.*
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 4), constrained_layout=True)
+rows = np.arange(T)
+_ = ax.bar(rows - 0.2, entropy_raw, width=0.4, label="unscaled")
+_ = ax.bar(rows + 0.2, entropy_scaled, width=0.4, label="scaled by $1/\\sqrt{d_k}$")
+_ = ax.axhline(np.log(T), color="black", linestyle="--", label=f"ceiling log T = {np.log(T):.3f} (uniform row)")
+ax.set_xticks(rows)
+ax.set_xlabel("query position (row of the weight matrix)")
+ax.set_ylabel("row entropy H (nats)")
+ax.set_ylim(0, np.log(T) * 1.2)
+ax.set_title("Entropy of each attention row, T = 8, $d_k$ = 64")
+ax.legend(loc="upper right", ncols=3, fontsize=8)
+plt.show()
+
+# %% [markdown]
+# *Figure: one pair of bars per query row. An entropy of 0 is a one-hot row; the dashed line is
+# the largest entropy any row of 8 weights can have. The unscaled bars are lower in every row and
+# vanish in rows 1, 6 and 7.*
+
+# %% [markdown]
+# ## 3. Entropy against $d_k$
+#
+# One example is one example. Repeat it 200 times for each $d_k$ from 1 to 1024 (fresh
+# unit-variance $Q$ and $K$ of shape $(8, d_k)$ each time) and average the entropy over all
+# $200 \times 8 = 1600$ rows. The shaded bands hold the middle half of the rows (25th to 75th
+# percentile).
+
+# %%
+rng = np.random.default_rng(2)
+n_trials = 200
+sweep = {}  # d_k -> (unscaled weights, scaled weights), each (n_trials, T, T)
+for d_k in d_k_values:
+    Q_batch = rng.standard_normal((n_trials, T, d_k))  # (n, T, d_k)
+    K_batch = rng.standard_normal((n_trials, T, d_k))  # (n, T, d_k)
+    scores_batch = Q_batch @ K_batch.transpose(0, 2, 1)  # (n, T, d_k) @ (n, d_k, T) -> (n, T, T)
+    sweep[d_k] = (softmax(scores_batch), softmax(scores_batch / np.sqrt(d_k)))
+
+entropy_sweep = {d_k: (attention_entropy(w_raw).ravel(), attention_entropy(w_scaled).ravel())
+                 for d_k, (w_raw, w_scaled) in sweep.items()}  # d_k -> two (n * T,) arrays of row entropies
+print("  d_k   mean H unscaled   25th percentile unscaled   mean H scaled   (log T = %.3f)" % np.log(T))
+for d_k, (h_raw, h_scaled) in entropy_sweep.items():
+    print(f"{d_k:5d} {h_raw.mean():14.3f} {np.percentile(h_raw, 25):24.3f} {h_scaled.mean():17.3f}")
+
+# %%
+fig, ax = plt.subplots(figsize=(10.5, 4.5), constrained_layout=True)
+for index, name in [(0, "unscaled"), (1, "scaled by $1/\\sqrt{d_k}$")]:
+    rows_h = np.array([entropy_sweep[d][index] for d in d_k_values])  # (len(d_k_values), n * T)
+    _ = ax.plot(d_k_values, rows_h.mean(axis=1), "o-", label=f"{name}: mean over 1600 rows")
+    _ = ax.fill_between(d_k_values, *np.percentile(rows_h, [25, 75], axis=1), alpha=0.2,
+                        label=f"{name}: 25th to 75th percentile")
+_ = ax.axhline(np.log(T), color="black", linestyle="--", label="ceiling log T (uniform row)")
+ax.set_xscale("log", base=2)
+ax.set_xticks(d_k_values, [str(d) for d in d_k_values])
+ax.set_ylim(0, np.log(T) * 1.1)
+ax.set_xlabel("$d_k$")
+ax.set_ylabel("row entropy H (nats)")
+ax.set_title("Entropy of attention rows against $d_k$ (T = 8, unit-variance q and k)")
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+plt.show()
+
+# %% [markdown]
+# *Figure: the scaled curve is flat, between 1.72 and 1.81 nats for every $d_k$: the scores'
+# distribution, and so the softmax's, no longer depends on $d_k$. The unscaled curve starts at
+# the same point ($d_k = 1$ is the one size where the scale is 1) and falls towards 0: 0.324 at
+# $d_k = 64$, 0.076 at $d_k = 1024$. The lower edge of its band says that from $d_k = 64$ on, a
+# quarter of the rows have entropy below 0.02: they are one-hot.*
+#
+# The scaled rows do not reach the ceiling $\log T$, and they should not: attention is meant to
+# prefer some keys. What the scale buys is that this preference does not change with the head
+# size, so a model's behaviour at initialisation does not depend on how wide its heads are.
+
+# %% [markdown]
+# ## 4. Why saturation stops learning
+#
+# Training changes the scores through the gradient that reaches them from the weights. For one
+# row $p = \operatorname{softmax}(s)$ of length $T$, differentiating
+# $p_i = e^{s_i} / \sum_k e^{s_k}$ gives $\partial p_i / \partial s_j = p_i(\delta_{ij} - p_j)$,
+# which is the $(T, T)$ Jacobian
+#
+# $$J = \frac{\partial p}{\partial s} = \operatorname{diag}(p) - p\,p^\top .$$
+#
+# A loss $L$ that depends on the weights sends back $\partial L / \partial p$, and the scores receive
+# $\partial L / \partial s = J^\top \partial L / \partial p$ ($J$ is symmetric). Its size is at most
+# $\lVert J \rVert_F \, \lVert \partial L / \partial p \rVert$, so if $J$ is close to zero, no loss
+# can move the scores. For a one-hot row, $p = e_m$: then $\operatorname{diag}(p) = e_m e_m^\top = p p^\top$
+# and $J = 0$ exactly.
+#
+# First, check the formula against finite differences on one row of the scaled example:
+
+# %%
+def softmax_jacobian(p):
+    """Jacobian of softmax at output rows p (..., T) -> (..., T, T): diag(p) - p p^T."""
+    return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]  # (..., T, T)
+
+
+s_row = scores_scaled[0]  # (T,) one row of scaled scores from section 2
+eps = 1e-6
+numeric = np.stack([(softmax(s_row + eps * e) - softmax(s_row - eps * e)) / (2 * eps)
+                    for e in np.eye(T)], axis=1)  # column j: d p / d s_j by central differences, (T, T)
+analytic = softmax_jacobian(softmax(s_row))  # (T, T)
+print(f"largest |analytic - finite difference| = {np.abs(analytic - numeric).max():.1e}")
+
+# %% [markdown]
+# They agree to within $2 \times 10^{-11}$. Now compare the Jacobians of row 1 of section 2, the row that is
+# one-hot without the scale:
+
+# %%
+row = 1
+J_raw = softmax_jacobian(weights_raw[row])  # (T, T)
+J_scaled = softmax_jacobian(weights_scaled[row])  # (T, T)
+print(f"row {row}: entropy unscaled {entropy_raw[row]:.4f}, scaled {entropy_scaled[row]:.4f}")
+print(f"row {row}: ||J||_F unscaled {np.linalg.norm(J_raw):.2e}, scaled {np.linalg.norm(J_scaled):.3f}")
+
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), constrained_layout=True)
+limit = np.abs(J_scaled).max()  # one colour scale for both panels
+draw_heatmap(axes[0], J_raw, f"unscaled row {row}: J = diag(p) - p p$^T$", cbar_label="$\\partial p_i / \\partial s_j$",
+             cmap="RdBu_r", vmin=-limit, vmax=limit)
+draw_heatmap(axes[1], J_scaled, f"scaled row {row}: J = diag(p) - p p$^T$", cbar_label="$\\partial p_i / \\partial s_j$",
+             cmap="RdBu_r", vmin=-limit, vmax=limit)
+for ax in axes:
+    ax.set_xlabel("key position j (score $s_j$ moved)")
+    ax.set_ylabel("key position i (weight $p_i$ that responds)")
+fig.suptitle(f"Softmax Jacobian of query row {row} (T = 8, $d_k$ = 64), same colour scale")
+plt.show()
+
+# %% [markdown]
+# *Figure: both axes index key positions of the same query row: entry $(i, j)$ is how much weight
+# $p_i$ moves when score $s_j$ moves. The saturated row's Jacobian (left) is zero to two decimals
+# everywhere; the scaled row's (right) has a positive diagonal and negative off-diagonal entries,
+# so raising one score takes weight from the others.*
+#
+# Its Frobenius norm is $1.4 \times 10^{-3}$ without the scale against 0.364 with it. Across the sweep of
+# section 3, the Jacobian norm of every row:
+
+# %%
+jacobian_sweep = {d_k: (np.linalg.norm(softmax_jacobian(w_raw), axis=(-2, -1)).ravel(),
+                        np.linalg.norm(softmax_jacobian(w_scaled), axis=(-2, -1)).ravel())
+                  for d_k, (w_raw, w_scaled) in sweep.items()}  # d_k -> two (n * T,) arrays of ||J||_F
+print("  d_k   median ||J||_F unscaled   scaled   rows with ||J||_F < 0.01: unscaled  scaled")
+for d_k, (j_raw, j_scaled) in jacobian_sweep.items():
+    print(f"{d_k:5d} {np.median(j_raw):21.2e} {np.median(j_scaled):9.3f}"
+          f" {np.mean(j_raw < 0.01):31.1%} {np.mean(j_scaled < 0.01):7.1%}")
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 4.5), constrained_layout=True)
+for index, name, marker in [(0, "unscaled", "o-"), (1, "scaled by $1/\\sqrt{d_k}$", "s-")]:
+    norms = np.array([jacobian_sweep[d][index] for d in d_k_values])  # (len(d_k_values), n * T)
+    _ = ax.plot(d_k_values, np.median(norms, axis=1), marker, label=f"{name}: median row")
+    _ = ax.plot(d_k_values, norms.mean(axis=1), marker[0] + ":", color=ax.lines[-1].get_color(),
+                label=f"{name}: mean row")
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xticks(d_k_values, [str(d) for d in d_k_values])
+ax.set_xlabel("$d_k$")
+ax.set_ylabel("$\\|J\\|_F$ of a softmax row (log scale)")
+ax.set_title("Size of the softmax Jacobian against $d_k$ (T = 8, 1600 rows per point)")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# *Figure: logarithmic axes. With the scale, the median row's Jacobian norm stays between 0.35
+# and 0.37 for every $d_k$ (the scaled mean, dotted, lies on top of it). Without the scale, the
+# median falls from 0.35 at $d_k = 1$ to 0.064 at $d_k = 64$ and $1.1 \times 10^{-6}$ at
+# $d_k = 1024$. The unscaled mean (dotted) falls more slowly because a few rows whose two largest
+# scores happen to nearly tie keep a large Jacobian.*
+#
+# At $d_k = 64$, 31.6% of the unscaled rows have $\lVert J \rVert_F < 0.01$: for those queries the
+# gradient reaching the scores is under 1% of the gradient arriving from above, and they keep
+# attending to whichever key happened to win at initialisation. With the scale, 0.1% of the rows
+# fall below 0.01 at $d_k = 2$ and none at any other $d_k$.
+
+# %% [markdown]
+# ## 5. The source text's example: scaled, and still saturated
+#
+# The source text demonstrates the problem with this code (step 2), at $T = 4$ and $D = 64$. It
+# does not seed its random draws; `np.random.seed(0)` below makes the run reproducible, and the
+# naive softmax runs inside `np.errstate` because it is about to overflow. Otherwise the code is
+# as printed.
+
+# %%
+np.random.seed(0)
+T, D = 4, 64
+W_q = np.random.randn(D, D)
+W_k = np.random.randn(D, D)
+
+x = np.random.randn(T, D)
+Q = x @ W_q
+K = x @ W_k
+
+scores = Q @ K.T
+print("score range:", scores.min(), scores.max())
+
+with np.errstate(over="ignore", invalid="ignore"):  # exp(757) overflows: keep the RuntimeWarning off stderr
+    weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
+    print("entropy of row 0:", -(weights[0] * np.log(weights[0] + 1e-10)).sum())
+
+# %% [markdown]
+# The scores span $-254$ to $757$, not the "$-150$ to $+200$" the text describes. Row 0's entropy
+# prints as a tiny *negative* number: the row is one-hot, and the `+ 1e-10` inside the log turns
+# $1 \cdot \log 1 = 0$ into $-\log(1 + 10^{-10})$. Row 0 hides the worse problem in row 1:
+
+# %%
+print("weights (naive exp):")
+print(np.round(weights, 3))
+print("rows containing nan:", np.flatnonzero(np.isnan(weights).any(axis=-1)))
+print("largest score in each row:", np.round(scores.max(axis=-1), 1))
+print(f"np.exp overflows above {np.log(np.finfo(np.float64).max):.1f}")
+
+# %% [markdown]
+# Row 1's largest score is 757.3, above 709.8, so `np.exp` returns `inf` and `inf / inf` is `nan`.
+# The text's fix is to divide by $\sqrt{D}$, which it says brings the entropy "back near
+# $\log(T) = 1.39$":
+
+# %%
+scores = Q @ K.T / np.sqrt(D)
+
+weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
+print("entropy of row 0:", -(weights[0] * np.log(weights[0] + 1e-10)).sum())
+
+print(f"scaled score range: {scores.min():.1f} to {scores.max():.1f}")
+print("every row's entropy (exact):", np.round(attention_entropy(weights), 4), f"  log T = {np.log(T):.3f}")
+
+# %% [markdown]
+# The overflow is gone (the largest scaled score is 94.7), but the entropy of row 0 is still 0
+# and no row gets above 0.03. **The scale did not fix the saturation here.** The variance argument
+# of section 1 assumed that the entries of $q$ and $k$ have variance 1. In this code they do not.
+#
+# Each query entry is a sum over the $D$ input features, $q_j = \sum_{i=1}^{D} x_i\, W_{q,ij}$,
+# with $x_i$ and $W_{q,ij}$ independent, mean 0 and variance 1. So
+#
+# $$\operatorname{Var}(q_j) = \sum_{i=1}^{D} \operatorname{Var}(x_i)\operatorname{Var}(W_{q,ij}) = D ,$$
+#
+# and the same holds for $k_j$. For two different positions, $q$ and $k$ come from independent
+# inputs and independent weight matrices, and the argument of section 1 applies with
+# $\mathbb{E}[q_j^2] = \mathbb{E}[k_j^2] = D$ instead of 1 (entries $j \ne l$ are uncorrelated
+# because the columns of $W$ are independent):
+#
+# $$\operatorname{Var}(q \cdot k) = \sum_{j=1}^{D} \mathbb{E}[q_j^2]\,\mathbb{E}[k_j^2] = D \cdot D^2 = D^3 ,
+#   \qquad \operatorname{Var}\!\left(\frac{q \cdot k}{\sqrt{D}}\right) = D^2 .$$
+#
+# At $D = 64$ the *scaled* scores have standard deviation $D = 64$: eight times the unscaled
+# scores of section 2, which were already saturated. Measure it rather than trust it: repeat the
+# text's setup 300 times for each $D$ from 4 to 128 (fresh $W_q$, $W_k$ and $x$, $T = 8$) and
+# take the variance of the scores between different positions.
+#
+# The same draws also show the repair. Drawing $W$ with standard deviation $1/\sqrt{D}$ instead of
+# 1, i.e. using $W / \sqrt{D}$, gives $\operatorname{Var}(q_j) = D \cdot \tfrac{1}{D} = 1$. It
+# multiplies $q$ and $k$ by $1/\sqrt{D}$ each, so every score by exactly $1/D$: no new draws needed.
+
+# %%
+rng = np.random.default_rng(3)
+D_values = 2 ** np.arange(2, 8)  # 4, 8, ..., 128
+n_setups, T_sim = 300, 8
+different = ~np.eye(T_sim, dtype=bool)  # (T, T) mask: pairs of different positions
+
+setups = {
+    "W ~ N(0, 1), unscaled": lambda s, D: s,
+    "W ~ N(0, 1), scaled by 1/sqrt(D)": lambda s, D: s / np.sqrt(D),
+    "W ~ N(0, 1/D), unscaled": lambda s, D: s / D,
+    "W ~ N(0, 1/D), scaled by 1/sqrt(D)": lambda s, D: s / D / np.sqrt(D),
+}
+variances = {name: [] for name in setups}
+for D_sim in D_values:
+    x_sim = rng.standard_normal((n_setups, T_sim, D_sim))  # (n, T, D) unit-variance inputs
+    Wq_sim = rng.standard_normal((n_setups, D_sim, D_sim))  # (n, D, D) as in the text: std 1
+    Wk_sim = rng.standard_normal((n_setups, D_sim, D_sim))
+    s_sim = (x_sim @ Wq_sim) @ (x_sim @ Wk_sim).transpose(0, 2, 1)  # (n, T, D) @ (n, D, T) -> (n, T, T)
+    for name, transform in setups.items():
+        variances[name].append(transform(s_sim[:, different], D_sim).var())
+
+print("   D   " + "   ".join(f"{name:>34s}" for name in setups))
+for i, D_sim in enumerate(D_values):
+    print(f"{D_sim:4d}   " + "   ".join(f"{variances[name][i]:34.4g}" for name in setups)
+          + f"      D^3 = {D_sim ** 3}")
+slopes = {name: np.polyfit(np.log(D_values), np.log(v), 1)[0] for name, v in variances.items()}
+for name, slope in slopes.items():
+    print(f"log-log slope, {name:34s}: {slope:5.2f}")
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 5), constrained_layout=True)
+for (name, v), marker in zip(variances.items(), ["o-", "s-", "^-", "D-"], strict=True):
+    _ = ax.loglog(D_values, v, marker, label=f"{name}: slope {slopes[name]:.2f}")
+_ = ax.loglog(D_values, D_values.astype(float) ** 3, ":", color="grey", label="theory: $D^3$")
+ax.set_xscale("log", base=2)
+ax.set_xticks(D_values, [str(d) for d in D_values])
+ax.set_xlabel("D (input width = head size)")
+ax.set_ylabel("variance of q·k between different positions")
+ax.set_title("The text's setup: the score variance grows like $D^3$, and the init decides the exponent")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# *Figure: logarithmic axes, one line per combination of initialisation and scaling. With the
+# text's std-1 weights the variance follows $D^3$ (slope 3.02), and dividing by $\sqrt{D}$ only
+# lowers it to slope 2.02. With std $1/\sqrt{D}$ weights the unscaled variance grows like $D$
+# (slope 1.02), the situation of section 1, and the scaled one is flat at 1 (slope 0.02).*
+#
+# At $D = 64$ the measured variances are $2.58 \times 10^5$ against $D^3 = 262144$, and 4028
+# after scaling against $D^2 = 4096$. Back to the text's own draw: here are its matrices, with the
+# softmax computed stably (max subtraction), next to the same $x$ and $W$ with the $1/\sqrt{D}$
+# initialisation.
+
+# %%
+scores_text = Q @ K.T  # (T, D) @ (D, T) -> (T, T), the text's W ~ N(0, 1)
+Q_init, K_init = Q / np.sqrt(D), K / np.sqrt(D)  # the same draw with W / sqrt(D): std 1/sqrt(D) weights
+panels = [
+    ("std-1 W, unscaled", scores_text),
+    ("std-1 W, / sqrt(D)", scores_text / np.sqrt(D)),
+    ("std 1/sqrt(D) W, / sqrt(D)", Q_init @ K_init.T / np.sqrt(D)),  # (T, D) @ (D, T) -> (T, T)
+]
+fig, axes = plt.subplots(2, 3, figsize=(14, 8.5), constrained_layout=True)
+for col, (label, s) in enumerate(panels):
+    limit = np.abs(s).max()
+    draw_heatmap(axes[0, col], s, f"scores: {label}", cbar_label="score", cmap="RdBu_r",
+                 vmin=-limit, vmax=limit, fmt="{:.0f}" if limit > 10 else "{:.2f}")
+    w = softmax(s)
+    entropies = ", ".join(f"{h:.2f}" for h in attention_entropy(w))
+    draw_heatmap(axes[1, col], w, f"weights: {label}\nrow entropies {entropies}",
+                 cbar_label="attention weight", vmin=0.0, vmax=1.0)
+fig.suptitle("The text's draw (np.random.seed(0), T = 4, D = 64): only fixing the init makes the rows soft")
+plt.show()
+
+# %% [markdown]
+# *Figure: top, scores (each panel has its own colour scale: hundreds, tens, about $\pm 1$);
+# bottom, weights on a common 0 to 1 scale, with each row's entropy in the title. The text's
+# rows are one-hot with or without the division (left, middle). With the same random draw and
+# $1/\sqrt{D}$ initialisation the scores are of order 1 and every row spreads its weight (right).*
+#
+# ### What this says about initialisation
+#
+# Two sums, two square roots. A projection $q_j = \sum_{i=1}^{C} x_i W_{ij}$ sums over the $C$
+# input features; initialising $W$ with standard deviation $1/\sqrt{C}$ keeps $\operatorname{Var}(q_j)$
+# equal to the input's variance. The score $q \cdot k$ then sums over the $d_k$ entries of a head;
+# the $1/\sqrt{d_k}$ in attention keeps that at unit variance. The attention formula takes care of
+# the second sum only. The first is the job of the initialisation, and the text's `randn` weights
+# skip it.
+#
+# GPT-2 draws the weights of its query, key and value projections from $\mathcal{N}(0, 0.02^2)$,
+# a constant rather than a formula in $C$. Its attention sees LayerNorm outputs, which have unit variance per position at
+# initialisation. At GPT-2 small's width $C = 768$ (12 heads of $d_k = 64$), $1/\sqrt{C} = 0.036$,
+# so 0.02 is on the small side of the variance-preserving choice. One head at initialisation,
+# for three choices of the weights' standard deviation:
+
+# %%
+rng = np.random.default_rng(4)
+C, d_head, T_gpt, n_heads_sim = 768, 64, 8, 40
+different = ~np.eye(T_gpt, dtype=bool)  # (T, T) mask: pairs of different positions
+init_weights = {}  # init name -> (n, T, T) attention weights, for the heatmaps below
+print(f"GPT-2 small width C = {C}, head size d_k = {d_head}, T = {T_gpt}; 1/sqrt(C) = {1 / np.sqrt(C):.4f}")
+for name, std in [("GPT-2, std 0.02", 0.02), ("std 1/sqrt(C)", 1 / np.sqrt(C)), ("std 1, as in the text", 1.0)]:
+    x_gpt = rng.standard_normal((n_heads_sim, T_gpt, C))  # (n, T, C) unit-variance inputs
+    Wq_gpt = rng.standard_normal((n_heads_sim, C, d_head)) * std  # (n, C, d_k): one head's query projection
+    Wk_gpt = rng.standard_normal((n_heads_sim, C, d_head)) * std  # (n, C, d_k)
+    q_gpt = x_gpt @ Wq_gpt  # (n, T, C) @ (n, C, d_k) -> (n, T, d_k)
+    k_gpt = x_gpt @ Wk_gpt  # (n, T, d_k)
+    s_gpt = q_gpt @ k_gpt.transpose(0, 2, 1) / np.sqrt(d_head)  # (n, T, d_k) @ (n, d_k, T) -> (n, T, T)
+    init_weights[name] = softmax(s_gpt)
+    print(f"{name:22s}: Var(q_j) = {q_gpt.var():8.3f}   std of scaled scores = {s_gpt[:, different].std():8.3f}"
+          f"   mean row entropy = {attention_entropy(init_weights[name]).mean():.3f} (log T = {np.log(T_gpt):.3f})")
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), constrained_layout=True)
+for ax, (name, w) in zip(axes, init_weights.items(), strict=True):
+    draw_heatmap(ax, w[0], f"{name}\nthis head's mean row entropy {attention_entropy(w[0]).mean():.2f}",
+                 cbar_label="attention weight", vmin=0.0, vmax=1.0)
+fig.suptitle("One scaled attention head of width C = 768 at initialisation ($d_k$ = 64, T = 8)")
+plt.show()
+
+# %% [markdown]
+# *Figure: the weights of the first simulated head for each initialisation, on a common 0 to 1
+# scale. At std 0.02 (left) the rows are close to uniform (1/8 = 0.125 per key; no cell above
+# 0.32); at $1/\sqrt{C}$ (middle) rows prefer some keys; at std 1 (right) every row is one-hot.*
+#
+# Over all 40 simulated heads: with std 0.02, $q_j$ has variance 0.31 instead of 1, the scaled
+# scores have standard deviation 0.31, and the mean row entropy is 2.038, close to the ceiling 2.079: GPT-2's heads start
+# nearly uniform and have to *learn* to focus, with a Jacobian far from zero. With std $1/\sqrt{C}$
+# the scaled scores have standard deviation 0.99, the unit variance of section 1. With the text's
+# std 1, they have standard deviation 754, and the mean entropy is 0.000 to three decimals:
+# saturated before training starts, with gradients too small to ever change that.
+#
+# So the $\sqrt{d_k}$ is a correct and necessary fix, but it only corrects the growth with $d_k$.
+# It relies on queries and keys of unit variance (or less), which is the initialisation's job.
+
+# %% [markdown]
+# ## 6. Two fixes for two problems
+#
+# Lesson 1 fixed the softmax's overflow by subtracting each row's maximum. That fix and the
+# $\sqrt{d_k}$ are often confused, because both "make big scores behave". They solve different
+# problems:
+#
+# - **Overflow** is a floating-point failure: `np.exp(s)` exceeds the largest float64 (at
+#   $s > 709.8$) and the weights become `nan`. Max subtraction prevents it. It changes nothing
+#   else, because the softmax is unchanged by a constant shift of a row:
+#   $\operatorname{softmax}(s - m) = \operatorname{softmax}(s)$.
+# - **Saturation** is a property of the exact mathematical softmax: when the scores of a row are far
+#   apart, the row is one-hot and $J \approx 0$. Because max subtraction returns exactly the same
+#   weights, it cannot change saturation. Only making the scores smaller can, which is what the
+#   $\sqrt{d_k}$ does (and, for the text's weights, the initialisation).
+#
+# All four combinations on the text's draw, plus the repaired initialisation:
+
+# %%
+def naive_softmax(s):
+    """Softmax without max subtraction: overflows for scores above about 709.8."""
+    with np.errstate(over="ignore", invalid="ignore"):  # the overflow is the point: keep stderr clean
+        return np.exp(s) / np.exp(s).sum(axis=-1, keepdims=True)
+
+
+raw = Q @ K.T  # (T, T) the text's unscaled scores
+variants = [
+    ("std-1 W, unscaled, naive exp", naive_softmax(raw)),
+    ("std-1 W, unscaled, max subtracted", softmax(raw)),
+    ("std-1 W, / sqrt(D), naive exp", naive_softmax(raw / np.sqrt(D))),
+    ("std-1 W, / sqrt(D), max subtracted", softmax(raw / np.sqrt(D))),
+    ("std 1/sqrt(D) W, / sqrt(D), max subtracted", softmax(raw / D / np.sqrt(D))),
+]
+print(f"{'':44s} {'nan rows':>8s}   row entropies (log T = {np.log(T):.3f})")
+for name, w in variants:
+    nan_rows = np.isnan(w).any(axis=-1)  # (T,)
+    h = attention_entropy(np.nan_to_num(w, nan=0.0))  # (T,)
+    h[nan_rows] = np.nan  # an overflowed row has no entropy
+    print(f"{name:44s} {int(nan_rows.sum()):8d}   {np.round(h, 4)}")
+
+finite = ~np.isnan(variants[0][1]).any(axis=-1)  # the rows where the naive softmax did not overflow
+print("naive and max-subtracted weights identical where the naive one is finite:",
+      np.allclose(variants[0][1][finite], variants[1][1][finite]),
+      "| after / sqrt(D):", np.allclose(variants[2][1], variants[3][1]))
+
+# %% [markdown]
+# Read the table top to bottom. The naive softmax of the raw scores has one `nan` row (row 1).
+# Max subtraction removes the `nan`, but every row's entropy is still 0: where the naive weights
+# were finite, the two are identical. Dividing by $\sqrt{D}$ lowers the scores below the overflow
+# threshold, so here the naive softmax no longer overflows, yet all entropies stay below 0.03.
+# Only the repaired initialisation together with the scale gives soft rows, with entropies from
+# 1.02 to 1.38 against $\log 4 = 1.386$. Real code uses both fixes: max subtraction so that no
+# input can produce `nan`, and the $\sqrt{d_k}$ (with a sensible initialisation) so that the
+# softmax stays trainable.
+
+# %% [markdown]
+# ## Practice exercises
+#
+# Each exercise asks for one function (the quiz asks for four letters). Replace
+# `raise NotImplementedError()` with your code, run the cell, then run the test cell below it. The
+# visible checks tell you what a failure most likely means; when your notebook is graded, hidden
+# tests call your function again on fresh inputs, so write the general function, not one that
+# fits the visible examples.
+#
+# ### Exercise 1: scaled dot-product attention for any batch shape (3 points)
+#
+# Write `scaled_dot_product_attention(Q, K, V)` for `Q` of shape `(..., T_q, d_k)`, `K` of shape
+# `(..., T_k, d_k)` and `V` of shape `(..., T_k, d_v)`, where `...` is any number of leading batch
+# axes (none, `(B,)`, `(B, h)`, ...), the same for all three. Return the pair `(out, weights)`:
+#
+# $$\text{weights} = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) \text{ of shape } (\dots, T_q, T_k),
+#   \qquad \text{out} = \text{weights}\; V \text{ of shape } (\dots, T_q, d_v).$$
+#
+# $K^\top$ swaps only the last two axes of `K`. The softmax must not overflow for large scores.
+
+# %% nbgrader={"grade": false, "grade_id": "scaled_dot_product_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def scaled_dot_product_attention(Q, K, V):
+    """Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v) -> (out (..., T_q, d_v), weights (..., T_q, T_k))."""
+    ### BEGIN SOLUTION
+    d_k = Q.shape[-1]
+    logits = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+    logits = logits - logits.max(axis=-1, keepdims=True)  # stable: every exponent <= 0
+    attn = np.exp(logits)
+    attn = attn / attn.sum(axis=-1, keepdims=True)  # each query row sums to 1 over the keys
+    return attn @ V, attn  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_scaled_dot_product_attention", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def check_scaled_dot_product_attention(Q, K, V):
+    """Compare with a direct computation and name the likely mistake."""
+    d_k = Q.shape[-1]
+    raw_scores = np.einsum("...qd,...kd->...qk", Q, K)  # (..., T_q, T_k) before any scaling
+
+    def stable_softmax(s, axis=-1):
+        e = np.exp(s - s.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    try:
+        with np.errstate(over="raise", invalid="raise", divide="raise"):
+            result = scaled_dot_product_attention(Q, K, V)
+    except FloatingPointError as err:
+        raise AssertionError(f"the softmax overflowed on large scores ({err}): subtract each row's "
+                             "maximum before np.exp") from None
+    except ValueError as err:
+        raise AssertionError(f"shapes did not line up for Q {Q.shape}, K {K.shape} ({err}): with batch axes, "
+                             "transpose only the last two axes of K (np.swapaxes(K, -1, -2)); K.T reverses "
+                             "every axis") from None
+    assert isinstance(result, tuple) and len(result) == 2, "return the pair (out, weights)"
+    out, weights = (np.asarray(a) for a in result)
+    expected = stable_softmax(raw_scores / np.sqrt(d_k))
+    assert weights.shape == expected.shape, (
+        f"weights should have shape (..., T_q, T_k) = {expected.shape}, got {weights.shape}")
+    if not np.allclose(weights, expected, atol=1e-10):
+        if np.allclose(weights, stable_softmax(raw_scores), atol=1e-10):
+            raise AssertionError("the weights are softmax(Q K^T) without the scale: divide the scores by sqrt(d_k)")
+        if np.allclose(weights, stable_softmax(raw_scores / d_k), atol=1e-10):
+            raise AssertionError("the scores were divided by d_k; divide by sqrt(d_k), the standard "
+                                 "deviation of q . k for unit-variance q and k")
+        if np.allclose(weights, stable_softmax(raw_scores / np.sqrt(d_k), axis=-2), atol=1e-10):
+            raise AssertionError("each COLUMN of weights sums to 1: the softmax ran over the query axis; "
+                                 "normalise over the last axis (keys), so each query's row sums to 1")
+        raise AssertionError("weights differ from softmax(Q K^T / sqrt(d_k)) over the last axis")
+    expected_out = expected @ V
+    assert out.shape == expected_out.shape, f"out should have shape (..., T_q, d_v) = {expected_out.shape}, got {out.shape}"
+    assert np.allclose(out, expected_out, atol=1e-10), "out should be weights @ V"
+
+
+_rng = np.random.default_rng(2024)
+check_scaled_dot_product_attention(_rng.standard_normal((5, 16)), _rng.standard_normal((5, 16)),
+                                   _rng.standard_normal((5, 16)))  # (T, d): no batch axis
+check_scaled_dot_product_attention(_rng.standard_normal((2, 3, 5, 16)), _rng.standard_normal((2, 3, 5, 16)),
+                                   _rng.standard_normal((2, 3, 5, 7)))  # (B, h, T, d), d_v != d_k
+check_scaled_dot_product_attention(_rng.standard_normal((4, 16)) * 40, _rng.standard_normal((4, 16)) * 40,
+                                   _rng.standard_normal((4, 3)))  # scores in the thousands
+print("Exercise 1 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+_rng = np.random.default_rng(90210)
+for _lead, _tq, _tk, _dk, _dv in [((), 1, 1, 1, 1), ((3,), 4, 6, 9, 2), ((2, 2, 2), 3, 5, 100, 4),
+                                  ((1, 4), 7, 7, 256, 8), ((5,), 2, 3, 25, 25)]:
+    check_scaled_dot_product_attention(_rng.standard_normal(_lead + (_tq, _dk)),
+                                       _rng.standard_normal(_lead + (_tk, _dk)),
+                                       _rng.standard_normal(_lead + (_tk, _dv)))
+check_scaled_dot_product_attention(_rng.standard_normal((2, 6, 64)) * 30, _rng.standard_normal((2, 6, 64)) * 30,
+                                   _rng.standard_normal((2, 6, 5)))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 2: the entropy of every attention row (2 points)
+#
+# Write `row_entropy(weights)`: given attention weights of shape `(..., T_k)` whose last axis sums
+# to 1, return the entropy $H(p) = -\sum_j p_j \log p_j$ of every row, in nats (natural log), as an
+# array of shape `(...)`. Weights that are exactly 0 contribute 0, and must not produce `nan` or
+# any warning: a warning goes to stderr, and nbgrader scores a test cell with stderr output as 0.
+
+# %% nbgrader={"grade": false, "grade_id": "row_entropy", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def row_entropy(weights):
+    """Entropy in nats of each row (last axis) of weights (..., T_k) -> (...); 0 log 0 = 0."""
+    ### BEGIN SOLUTION
+    p = np.asarray(weights, dtype=float)
+    safe = np.where(p > 0, p, 1.0)  # log(1) = 0, so zero weights add 0 and np.log never sees a 0
+    return -(p * np.log(safe)).sum(axis=-1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_row_entropy", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def check_row_entropy(weights, expected):
+    """Compare with known entropies and name the likely mistake."""
+    try:
+        with np.errstate(divide="raise", invalid="raise", over="raise"):
+            got = np.asarray(row_entropy(weights), dtype=float)
+    except FloatingPointError as err:
+        raise AssertionError(f"row_entropy computed log(0) or 0 * log(0) ({err}); in a notebook this prints a "
+                             "RuntimeWarning to stderr. Skip the zero weights: e.g. "
+                             "np.log(p, out=np.zeros_like(p), where=p > 0)") from None
+    assert got.shape == expected.shape, (
+        f"expected one entropy per row, shape {expected.shape}, got {got.shape}: sum over the last axis only")
+    assert not np.isnan(got).any(), "nan in the entropies: a weight of 0 must contribute 0 (0 log 0 = 0)"
+    if np.allclose(got, expected / np.log(2), atol=1e-8) and not np.allclose(got, expected, atol=1e-8):
+        raise AssertionError("these are entropies in bits (log base 2); use the natural log, np.log")
+    if np.allclose(got, -expected, atol=1e-8) and not np.allclose(got, expected, atol=1e-8):
+        raise AssertionError("the entropies have the wrong sign: H = -sum p log p is never negative")
+    assert np.allclose(got, expected, atol=1e-8), "entropies differ from -sum_j p_j log p_j over the last axis"
+
+
+_T = 6
+_one_hot = np.eye(_T)  # (T, T): each row one-hot, entropy 0
+_uniform = np.full((2, 3, _T), 1 / _T)  # (2, 3, T): uniform rows, entropy log T
+_half = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.25, 0.5, 0.25]])  # entropies log 2 and 1.5 log 2
+check_row_entropy(_one_hot, np.zeros(_T))
+check_row_entropy(_uniform, np.full((2, 3), np.log(_T)))
+check_row_entropy(_half, np.array([np.log(2), 1.5 * np.log(2)]))
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+_rng = np.random.default_rng(4711)
+
+
+def _reference_entropy(p):
+    return -np.sum(p * np.log(np.where(p > 0, p, 1.0)), axis=-1)
+
+
+for _shape in [(3, 5), (2, 4, 7), (1, 1), (2, 3, 4, 2)]:
+    _p = _rng.dirichlet(np.ones(_shape[-1]), size=_shape[:-1])
+    _p[_rng.random(_shape) < 0.3] = 0.0  # exact zeros in some rows
+    _p[..., 0] += 1e-3  # no row is all zeros
+    _p /= _p.sum(axis=-1, keepdims=True)
+    check_row_entropy(_p, _reference_entropy(_p))
+check_row_entropy(np.array([1.0]), np.array(0.0))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 3: predict the size of the scores (2 points)
+#
+# Generalise section 5's derivation. Inputs $x, x' \in \mathbb{R}^{d_\text{model}}$ at two different
+# positions have independent entries with mean 0 and variance 1. The query and key projections
+# $W_q, W_k$ have shape $(d_\text{model}, d_k)$ and independent entries with mean 0 and standard
+# deviation `weight_std`. With $q = x W_q$ and $k = x' W_k$, write
+# `predicted_score_std(d_model, d_k, weight_std, scaled)` that returns the standard deviation of
+# the score $q \cdot k$ (when `scaled` is false) or of $q \cdot k / \sqrt{d_k}$ (when `scaled` is
+# true).
+#
+# Derive the formula with pen and paper and return its value (tests accept 1% relative error);
+# simulate only to check yourself. Section 5's numbers are a special case: $d_\text{model} = d_k = 64$
+# and `weight_std` 1 give variance $64^3$ before scaling.
+
+# %% nbgrader={"grade": false, "grade_id": "predicted_score_std", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def predicted_score_std(d_model, d_k, weight_std, scaled):
+    """Standard deviation of q . k (or q . k / sqrt(d_k) if scaled) for the setup described above."""
+    ### BEGIN SOLUTION
+    var_entry = d_model * weight_std ** 2  # Var(q_j) = sum over d_model inputs of 1 * weight_std^2
+    var_score = d_k * var_entry ** 2  # d_k independent products q_j k_j, each of variance var_entry^2
+    if scaled:
+        var_score /= d_k
+    return float(np.sqrt(var_score))
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Check your formula against a simulation of the setup (not graded):
+
+# %%
+def simulated_score_std(d_model, d_k, weight_std, scaled, n_weights=100, n_pairs=50, seed=0):
+    """The standard deviation of q . k measured over n_weights draws of (W_q, W_k), n_pairs of (x, x') each."""
+    sim_rng = np.random.default_rng(seed)
+    W_q_sim = sim_rng.standard_normal((n_weights, d_model, d_k)) * weight_std  # (n_w, d_model, d_k)
+    W_k_sim = sim_rng.standard_normal((n_weights, d_model, d_k)) * weight_std  # (n_w, d_model, d_k)
+    x_a = sim_rng.standard_normal((n_weights, n_pairs, d_model))  # (n_w, n_pairs, d_model): first position
+    x_b = sim_rng.standard_normal((n_weights, n_pairs, d_model))  # (n_w, n_pairs, d_model): second position
+    q_sim = x_a @ W_q_sim  # (n_w, n_pairs, d_model) @ (n_w, d_model, d_k) -> (n_w, n_pairs, d_k)
+    k_sim = x_b @ W_k_sim  # (n_w, n_pairs, d_k)
+    dots = (q_sim * k_sim).sum(axis=-1)  # (n_w, n_pairs)
+    return float((dots / np.sqrt(d_k) if scaled else dots).std())
+
+
+for args in [(64, 64, 1.0, False), (64, 64, 1.0, True), (96, 32, 0.1, False), (768, 64, 0.02, True)]:
+    print(f"d_model, d_k, weight_std, scaled = {args}: predicted {predicted_score_std(*args):9.4f}, "
+          f"simulated {simulated_score_std(*args):9.4f}")
+
+# %% nbgrader={"grade": true, "grade_id": "test_predicted_score_std", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def check_predicted_score_std(d_model, d_k, weight_std, scaled, expected):
+    """Compare with the exact value and name the likely mistake."""
+    got = predicted_score_std(d_model, d_k, weight_std, scaled)
+    assert np.isscalar(got) or np.ndim(got) == 0, f"return one number, got {type(got).__name__}"
+    got = float(got)
+    case = f"d_model={d_model}, d_k={d_k}, weight_std={weight_std}, scaled={scaled}"
+    if not np.isclose(got, expected, rtol=0.01):
+        if np.isclose(got, expected ** 2, rtol=0.01):
+            raise AssertionError(f"{case}: you returned the variance; return the standard deviation")
+        if np.isclose(got, 1.0 if scaled else np.sqrt(d_k), rtol=0.01):
+            raise AssertionError(f"{case}: that is the answer for unit-variance q and k; here each q_j is a "
+                                 "sum of d_model terms with weights of std weight_std")
+        if np.isclose(got, expected * np.sqrt(d_k) if scaled else expected / np.sqrt(d_k), rtol=0.01):
+            raise AssertionError(f"{case}: check the scaled flag: scaled=True divides q . k by sqrt(d_k)")
+        raise AssertionError(f"{case}: got {got:.4g}, which is not the predicted standard deviation; "
+                             "redo Var(q_j) for this weight_std and d_model, then Var(q . k)")
+
+
+check_predicted_score_std(64, 64, 1.0, False, 512.0)  # section 5: Var = D^3 = 64^3
+check_predicted_score_std(64, 64, 1.0, True, 64.0)  # section 5: Var = D^2 after the scale
+check_predicted_score_std(64, 64, 0.125, True, 1.0)  # std 1/sqrt(D) weights: back to unit variance
+print("Exercise 3 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+for _args in [(100, 25, 0.3, False), (100, 25, 0.3, True), (768, 64, 0.02, True), (768, 64, 0.02, False),
+              (12, 3, 2.0, False), (1, 1, 1.0, True), (4096, 128, 0.01, True)]:
+    _dm, _dk, _sd, _sc = _args
+    _var_q = _dm * _sd ** 2
+    check_predicted_score_std(*_args, np.sqrt(_dk * _var_q ** 2 / (_dk if _sc else 1)))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 4: quiz (2 points)
+#
+# Answer each question with one letter, `"a"`, `"b"`, `"c"` or `"d"`: in the cell below the
+# questions, replace the two placeholder lines with four assignments, one per question, such as
+# `q1 = "a"`. The visible check only confirms that your answers are letters; they are marked when
+# your notebook is graded, and the test names the questions that are wrong.
+#
+# **q1.** Queries and keys have shape `(T, d_k)`. Scaled dot-product attention divides the scores by
+# - a) $d_k$
+# - b) $\sqrt{d_k}$
+# - c) $T$
+# - d) $\sqrt{T}$
+#
+# **q2.** The scores have shape `(B, T_q, T_k)`. The softmax that turns them into attention weights runs over
+# - a) axis 0, so that the weights sum to 1 across the batch
+# - b) axis -2, so that each key's column sums to 1
+# - c) axis -1, so that each query's row sums to 1
+# - d) the whole `(T_q, T_k)` table at once
+#
+# **q3.** Subtracting each row's maximum score before `np.exp`
+# - a) prevents both overflow and saturation
+# - b) prevents saturation but not overflow
+# - c) makes the attention weights slightly softer
+# - d) prevents overflow and leaves the weights, and any saturation, unchanged
+#
+# **q4.** In the source text's example ($W_q, W_k \sim \mathcal{N}(0, 1)$, $D = 64$) the rows are still
+# one-hot after dividing by $\sqrt{D}$ because
+# - a) the entries of $q$ and $k$ have variance $D$, so the scaled scores still have standard deviation $D$
+# - b) the naive `np.exp` overflows
+# - c) $T = 4$ positions are too few for a soft row
+# - d) the scale should use $T$ instead of $D$
+
+# %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+q1 = "b"
+q2 = "c"
+q3 = "d"
+q4 = "a"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "test_quiz", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+quiz_answers = {"q1": q1, "q2": q2, "q3": q3, "q4": q4}
+for _name, _answer in quiz_answers.items():
+    assert isinstance(_answer, str) and _answer.strip().lower() in {"a", "b", "c", "d"}, (
+        f'{_name} should be one of the letters "a", "b", "c", "d"; got {_answer!r}')
+print("Quiz answers are all letters (they are marked at grading).")
+### BEGIN HIDDEN TESTS
+_key = {"q1": "b", "q2": "c", "q3": "d", "q4": "a"}
+_wrong = [_name for _name, _answer in quiz_answers.items() if _answer.strip().lower() != _key[_name]]
+assert not _wrong, f"not right yet: {', '.join(_wrong)}"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Summary
+#
+# **The variance argument.** For $q, k$ with independent unit-variance entries,
+# $\operatorname{Var}(q \cdot k) = d_k$: measured, the log-log slope is 1.00 from $d_k = 1$ to 1024,
+# and $q \cdot k / \sqrt{d_k}$ keeps variance 1. The divisor is $\sqrt{d_k}$, the standard deviation,
+# not $d_k$.
+#
+# **Saturation.** At $d_k = 64$ the unscaled scores spread over $\pm 20$ and rows of the softmax
+# collapse onto one key; the mean row entropy fell from 1.688 to 0.301 nats ($\log 8 = 2.079$). Over
+# $d_k$ from 1 to 1024, scaled rows keep a mean entropy between 1.72 and 1.81 while unscaled rows fall to 0.076.
+#
+# **Learning.** The softmax Jacobian $\operatorname{diag}(p) - p p^\top$ is zero for a one-hot row.
+# Without the scale the median row's Jacobian norm fell from 0.35 to below $10^{-5}$ as $d_k$ went
+# from 1 to 1024; with it, it stayed between 0.35 and 0.37.
+#
+# **The source text's example.** With $W \sim \mathcal{N}(0, 1)$ the entries of $q$ and $k$ have
+# variance $D$, the scores variance $D^3$ (measured slope 3.02), and the scaled scores variance $D^2$:
+# with `np.random.seed(0)` the scores span $-254$ to $757$, row 1 overflows to `nan`, and the scaled
+# rows are still one-hot. The $\sqrt{d_k}$ assumes unit-variance queries and keys; initialising
+# weights with std $1/\sqrt{C}$ provides them, and GPT-2's std 0.02 at $C = 768$ gives even smaller
+# scores, so its heads start nearly uniform.
+#
+# **Two fixes.** Max subtraction prevents overflow and leaves the weights unchanged, so it cannot
+# prevent saturation. The $\sqrt{d_k}$ (with a sensible initialisation) prevents saturation.
+#
+# **Next:** Lesson 3 runs scaled dot-product attention for all heads of a layer at once, with
+# 4-D matmuls over `(B, h, T, hs)`, and concatenates the heads back to `(B, T, C)`.
