@@ -747,14 +747,8 @@ check_scaled_dot_product_attention(_rng.standard_normal((4, 16)) * 40, _rng.stan
                                    _rng.standard_normal((4, 3)))  # scores in the thousands
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng(90210)
-for _lead, _tq, _tk, _dk, _dv in [((), 1, 1, 1, 1), ((3,), 4, 6, 9, 2), ((2, 2, 2), 3, 5, 100, 4),
-                                  ((1, 4), 7, 7, 256, 8), ((5,), 2, 3, 25, 25)]:
-    check_scaled_dot_product_attention(_rng.standard_normal(_lead + (_tq, _dk)),
-                                       _rng.standard_normal(_lead + (_tk, _dk)),
-                                       _rng.standard_normal(_lead + (_tk, _dv)))
-check_scaled_dot_product_attention(_rng.standard_normal((2, 6, 64)) * 30, _rng.standard_normal((2, 6, 64)) * 30,
-                                   _rng.standard_normal((2, 6, 5)))
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -763,7 +757,8 @@ check_scaled_dot_product_attention(_rng.standard_normal((2, 6, 64)) * 30, _rng.s
 # Write `row_entropy(weights)`: given attention weights of shape `(..., T_k)` whose last axis sums
 # to 1, return the entropy $H(p) = -\sum_j p_j \log p_j$ of every row, in nats (natural log), as an
 # array of shape `(...)`. Weights that are exactly 0 contribute 0, and must not produce `nan` or
-# any warning: a warning goes to stderr, and nbgrader scores a test cell with stderr output as 0.
+# any warning: the tests turn NumPy's floating-point warnings (such as `divide by zero encountered
+# in log`) into errors.
 
 # %% nbgrader={"grade": false, "grade_id": "row_entropy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def row_entropy(weights):
@@ -804,20 +799,8 @@ check_row_entropy(_uniform, np.full((2, 3), np.log(_T)))
 check_row_entropy(_half, np.array([np.log(2), 1.5 * np.log(2)]))
 print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng(4711)
-
-
-def _reference_entropy(p):
-    return -np.sum(p * np.log(np.where(p > 0, p, 1.0)), axis=-1)
-
-
-for _shape in [(3, 5), (2, 4, 7), (1, 1), (2, 3, 4, 2)]:
-    _p = _rng.dirichlet(np.ones(_shape[-1]), size=_shape[:-1])
-    _p[_rng.random(_shape) < 0.3] = 0.0  # exact zeros in some rows
-    _p[..., 0] += 1e-3  # no row is all zeros
-    _p /= _p.sum(axis=-1, keepdims=True)
-    check_row_entropy(_p, _reference_entropy(_p))
-check_row_entropy(np.array([1.0]), np.array(0.0))
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -892,11 +875,8 @@ check_predicted_score_std(64, 64, 1.0, True, 64.0)  # section 5: Var = D^2 after
 check_predicted_score_std(64, 64, 0.125, True, 1.0)  # std 1/sqrt(D) weights: back to unit variance
 print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-for _args in [(100, 25, 0.3, False), (100, 25, 0.3, True), (768, 64, 0.02, True), (768, 64, 0.02, False),
-              (12, 3, 2.0, False), (1, 1, 1.0, True), (4096, 128, 0.01, True)]:
-    _dm, _dk, _sd, _sc = _args
-    _var_q = _dm * _sd ** 2
-    check_predicted_score_std(*_args, np.sqrt(_dk * _var_q ** 2 / (_dk if _sc else 1)))
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -941,15 +921,18 @@ q4 = "a"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-quiz_answers = {"q1": q1, "q2": q2, "q3": q3, "q4": q4}
-for _name, _answer in quiz_answers.items():
+def quiz_answers():
+    """Your four answers, as the grader reads them: {"q1": q1, ..., "q4": q4}."""
+    return {"q1": q1, "q2": q2, "q3": q3, "q4": q4}
+
+
+for _name, _answer in quiz_answers().items():
     assert isinstance(_answer, str) and _answer.strip().lower() in {"a", "b", "c", "d"}, (
         f'{_name} should be one of the letters "a", "b", "c", "d"; got {_answer!r}')
 print("Quiz answers are all letters (they are marked at grading).")
 ### BEGIN HIDDEN TESTS
-_key = {"q1": "b", "q2": "c", "q3": "d", "q4": "a"}
-_wrong = [_name for _name, _answer in quiz_answers.items() if _answer.strip().lower() != _key[_name]]
-assert not _wrong, f"not right yet: {', '.join(_wrong)}"
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]

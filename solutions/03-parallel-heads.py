@@ -460,11 +460,8 @@ def check_concat_heads(per_head, expected):
 check_concat_heads(cache["per_head"], cache["concat"])
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng(1031)
-for _shape in [(1, 1, 3, 5), (3, 2, 4, 7), (2, 8, 5, 3), (4, 3, 1, 2)]:
-    _ph = _rng.standard_normal(_shape)
-    _B, _h, _T, _hs = _shape
-    check_concat_heads(_ph, _ph.transpose(0, 2, 1, 3).reshape(_B, _T, _h * _hs))
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -509,9 +506,8 @@ def check_zero_value_columns(Wv, h, head):
 check_zero_value_columns(Wv, h, 2)
 print("Exercise 2a visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng(2029)
-for _C, _h, _head in [(12, 3, 0), (12, 3, 2), (40, 8, 5), (7, 1, 0)]:
-    check_zero_value_columns(_rng.standard_normal((_C, _C)), _h, _head)
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -564,9 +560,8 @@ check_per_head_change(cache["concat"], shifted, h)
 check_per_head_change(cache["concat"], cache["concat"] + np.random.default_rng(5).standard_normal(cache["concat"].shape), h)
 print("Exercise 2b visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng(3037)
-for _B, _T, _C, _h in [(1, 2, 6, 3), (3, 5, 16, 4), (2, 4, 24, 8)]:
-    check_per_head_change(_rng.standard_normal((_B, _T, _C)), _rng.standard_normal((_B, _T, _C)), _h)
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -630,10 +625,8 @@ check_sweep_head_counts(X, [1, 2, 4, 8])
 check_sweep_rejects(X, 3)
 print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng(4049)
-check_sweep_head_counts(_rng.standard_normal((3, 5, 48)), [1, 3, 6, 16])
-check_sweep_head_counts(_rng.standard_normal((1, 2, 12)), [12, 4])
-check_sweep_rejects(_rng.standard_normal((2, 3, 48)), 5)
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]

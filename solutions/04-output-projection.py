@@ -592,9 +592,8 @@ check_block_diagonal_wo(64, 4, seed=42)
 check_block_diagonal_wo(64, 4, seed=7, scale=1.0)
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-for _C, _h, _seed, _scale in [(12, 3, 1201, 0.2), (10, 1, 1202, 0.5), (40, 8, 1203, 0.2),
-                              (6, 6, 1204, 2.0), (36, 4, 1205, 0.2)]:
-    check_block_diagonal_wo(_C, _h, _seed, _scale)
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -683,17 +682,8 @@ check_dims_changed_by_dropping(_positive, np.abs(_Wo), 2, 4)
 check_dims_changed_by_dropping(_positive, -np.abs(_Wo), 2, 4)
 print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng(2203)
-for _B, _T, _C, _h, _head in [(3, 5, 24, 3, 2), (1, 1, 8, 1, 0), (2, 4, 30, 5, 0), (2, 3, 16, 8, 7)]:
-    _c = _rng.standard_normal((_B, _T, _C))
-    _W = _rng.standard_normal((_C, _C)) * (_rng.random((_C, _C)) < 0.3)  # sparse: some dims unreachable
-    check_dims_changed_by_dropping(_c, _W, _head, _h)
-    _c_late = _c.copy()
-    _c_late[0, 0] = 0.0  # nothing changes at [0, 0]
-    check_dims_changed_by_dropping(_c_late, _W, _head, _h)
-    check_dims_changed_by_dropping(np.abs(_c), np.abs(_W), _head, _h)
-    check_dims_changed_by_dropping(np.abs(_c), -np.abs(_W), _head, _h)
-    check_dims_changed_by_dropping(_c * 1e-6, _W, _head, _h, atol=1e-3)  # every change is below atol
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -739,8 +729,8 @@ def check_attention_param_count(C):
 check_attention_param_count(768)
 print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-for _C in [1, 64, 100, 1024, 12288]:
-    check_attention_param_count(_C)
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -634,10 +634,8 @@ for heads in (1, 2, 3, 4, 6, 8, 12):
 check_attention_param_count_rejects(768, 5)
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-for _C, _H, _bias in [(64, 4, True), (64, 4, False), (12, 3, False), (10, 1, True), (6, 6, True), (1024, 16, True)]:
-    check_attention_param_count(_C, _H, _bias)
-check_attention_param_count_rejects(10, 4)
-check_attention_param_count_rejects(64, 3)
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -699,9 +697,8 @@ check_split_heads(torch.randn(2, 8, 3 * 768, generator=torch.Generator().manual_
 check_split_heads(torch.randn(2, 6, 3 * 64, generator=torch.Generator().manual_seed(12)), 4)
 print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_gen = torch.Generator().manual_seed(2113)
-for _B, _T, _C, _H in [(1, 1, 4, 1), (3, 5, 12, 4), (2, 7, 64, 8), (2, 4, 6, 6), (1, 3, 10, 2)]:
-    check_split_heads(torch.randn(_B, _T, 3 * _C, generator=_gen), _H)
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -755,10 +752,8 @@ _visible = torch.Generator().manual_seed(21)
 check_scaled_attention_weights(torch.randn(2, 3, 5, 16, generator=_visible), torch.randn(2, 3, 5, 16, generator=_visible))
 print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
-_gen = torch.Generator().manual_seed(3119)
-for _B, _H, _T, _D in [(1, 1, 1, 4), (2, 4, 7, 9), (3, 2, 6, 25), (1, 12, 10, 64)]:
-    check_scaled_attention_weights(torch.randn(_B, _H, _T, _D, generator=_gen),
-                                   torch.randn(_B, _H, _T, _D, generator=_gen))
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
