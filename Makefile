@@ -4,6 +4,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 LESSON ?=
+NAME   ?=
+SUBMISSIONS ?= submissions
+SOURCE ?=
 
 # Kernels must draw figures inline: an exported MPLBACKEND=Agg makes plt.show() output nothing.
 unexport MPLBACKEND
@@ -11,7 +14,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env lab test lint release reference clean
+.PHONY: help env torch lab check submit test lint release reference autograde clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -25,8 +28,17 @@ $(STAMP): requirements.txt
 
 env: $(STAMP)  ## create .venv with the course's packages (done automatically by the other targets)
 
+torch: $(STAMP)  ## install the optional PyTorch extra (Lesson 5) into .venv: a large download
+	$(PY) -m pip install --quiet -r requirements-torch.txt
+
 lab: $(STAMP)  ## open the lessons in JupyterLab
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=lessons
+	$(PY) -m grader lab
+
+check: $(STAMP)  ## students: which exercises pass their visible tests (LESSON=id for one)
+	$(PY) -m grader check $(LESSON)
+
+submit: $(STAMP)  ## students: write the file to hand in, to submissions/ (LESSON=id NAME=your_name)
+	$(PY) -m grader submit $(LESSON) --name "$(NAME)" --out "$(SUBMISSIONS)"
 
 test: $(STAMP)  ## run every check: lint, notebook re-execution (nbval), release and grading tests
 	$(PY) -m ruff check .
@@ -40,6 +52,9 @@ release: $(STAMP)  ## regenerate the student notebooks in lessons/ from solution
 
 reference: $(STAMP)  ## re-execute the reference notebooks in solutions/ in place (LESSON=id for one)
 	$(PY) -m grader reference $(LESSON)
+
+autograde: $(STAMP)  ## instructors: grade a lesson's submissions (LESSON=id; SOURCE=LMS download folder or .zip)
+	$(PY) -m grader autograde $(LESSON) $(if $(SOURCE),--source "$(SOURCE)")
 
 clean:  ## remove the environment, caches and grading state (never lessons/ or solutions/)
 	rm -rf $(VENV) grader/state .pytest_cache .ruff_cache artifacts

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import pytest
 
-from grader.course import SOLUTIONS, missing_requirements
+from grader.course import SOLUTIONS, lesson_ids, missing_requirements
 
 
 def lesson_of(item: pytest.Item) -> str | None:
-    """The lesson a test item checks: an nbval cell of solutions/<id>/, or a test parametrized with it."""
+    """The lesson a test item checks: an nbval cell of solutions/<id>/, or a test parametrized with it.
+
+    Any parameter whose value is a lesson id counts, whatever its name (`lesson`, `spec_lesson`,
+    `cheat_lesson`, ...), so that a new parametrized test cannot forget the optional extras.
+    """
     if SOLUTIONS in item.path.parents:
         return item.path.relative_to(SOLUTIONS).parts[0]
     callspec = getattr(item, "callspec", None)
     params = callspec.params if callspec else {}
-    lesson = params.get("lesson") or params.get("lesson_id")
-    return lesson if isinstance(lesson, str) else None
+    known = lesson_ids()
+    return next((value for value in params.values() if isinstance(value, str) and value in known), None)
 
 
 def pytest_collection_modifyitems(config, items):

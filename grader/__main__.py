@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import argparse
 
-from grader import reference, release
+from grader import autograde, lab, reference, release, selfcheck, submit
 
 COMMANDS = {
     "release": release,
     "reference": reference,
+    "lab": lab,
+    "check": selfcheck,
+    "submit": submit,
+    "autograde": autograde,
 }
 
 

@@ -39,3 +39,48 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.OverwriteCells.add_missing_cells = True
 # Per-cell time limit when autograding; an infinite loop costs this once per cell that hits it.
 c.Execute.timeout = 30
+
+# Grading at class scale (`python -m grader autograde`, see grader/autograde.py). Plain
+# `nbgrader autograde` and `nbgrader generate_feedback` get the same settings.
+from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
+
+_default = {name: Autograde.class_traits()[name].default()
+            for name in ("sanitize_preprocessors", "autograde_preprocessors")}
+# OverwriteCells, plus: stripped metadata restored by position, deleted runs of cells survived.
+c.Autograde.sanitize_preprocessors = [
+    "grader.repair.RepairCells" if pp.__name__ == "OverwriteCells" else pp for pp in _default["sanitize_preprocessors"]
+]
+# Execute, plus: a memory limit on each kernel, and a kernel that dies costs the cells after it,
+# not the submission.
+c.Autograde.autograde_preprocessors = [
+    "grader.sandbox.GuardedExecute" if pp.__name__ == "Execute" else pp for pp in _default["autograde_preprocessors"]
+]
+c.GuardedExecute.memory_limit = 4 * 1024**3  # bytes of address space; a kernel with NumPy reserves ~1 GiB
+# One BLAS thread per kernel: parallel graders already use every core, and spinning BLAS threads
+# competing for them made the same notebook 2-4x slower.
+c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+# Tracebacks show the exception and its message, not the source lines of (hidden) tests.
+c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
+# A Python warning on stderr (a RuntimeWarning from the student's code, IPython's note after
+# sys.exit()) does not make a test cell that passed its assertions score 0.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"(?m)^\S.*:\d+: \w*Warning: "
+c.LimitOutput.max_lines = 1000  # lines of output kept per cell (nbgrader's default, made explicit)
+# Feedback shows visible tests and their messages, never the hidden tests' source.
+c.GenerateFeedback.preprocessors = [
+    *GenerateFeedback.class_traits()["preprocessors"].default()[:1],  # GetGrades
+    "nbgrader.preprocessors.ClearHiddenTests",
+    *GenerateFeedback.class_traits()["preprocessors"].default()[1:],  # CSSHTMLHeaderPreprocessor
+]
+
+# Hidden tests are judged in the grading process, not in the student's kernel (grader/trusted).
+# Keep this block last: it inserts two steps into whatever autograde pipeline is configured above.
+# Order matters: InjectTrustedChecks runs after sanitising has restored the test cells, right
+# before Execute; VerifyTrustedChecks right before SaveAutoGrades, after IgnorePattern and
+# LimitOutput, so that nothing between it and the saved grade can drop the verdict it writes.
+from nbgrader.converters import Autograde as _Autograde  # noqa: E402
+
+from grader.trusted.preprocessors import with_trusted_checks  # noqa: E402
+
+c.Autograde.autograde_preprocessors = with_trusted_checks(
+    c.Autograde.get("autograde_preprocessors") or _Autograde.class_traits()["autograde_preprocessors"].default())

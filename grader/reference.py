@@ -34,9 +34,11 @@ def main(*, lessons: list[str] | None = None, timeout: int = 600) -> list[str]:
                         "--output", str(notebook), str(source_text(lesson))], check=True)
         nb = nbformat.read(notebook, as_version=4)
         # No timing metadata and no widget state: both change on every run (widget model ids are
-        # random), and widget state would also be copied into the student release.
+        # random), and widget state would also be copied into the student release. Streams are
+        # coalesced so that a cell's printout is stored as one piece however the kernel flushed it.
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                                store_widget_state=False, resources={"metadata": {"path": str(notebook.parent)}})
+                                store_widget_state=False, coalesce_streams=True,
+                                resources={"metadata": {"path": str(notebook.parent)}})
         client.execute()
         nbformat.write(nb, notebook)
         subprocess.run([sys.executable, "-m", "jupytext", "--quiet", "--sync", str(notebook)], check=True)
