@@ -135,7 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id, e.g. 03-parallel-heads")
     parser.add_argument("--source", type=Path,
                         help="folder or .zip of notebooks downloaded from the LMS, named "
-                             "<lesson>_<student>_attempt_<YYYY-MM-DD-HH-MM-SS>_<lesson>.ipynb")
+                             "<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
     parser.add_argument("--workers", type=int, help="grading processes (default: one per core)")
     parser.add_argument("--force", action="store_true", help="regrade submissions already graded")
     parser.add_argument("--timeout", type=int, help="seconds each cell may run (default: nbgrader_config.py's)")

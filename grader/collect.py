@@ -6,7 +6,7 @@ Submissions arrive in one of two ways:
   `nbgrader collect`, or copied there by hand);
 - as notebooks downloaded from a learning-management system, in a folder or a .zip, named by
   nbgrader's zip_collect conventions (`grader.course.SUBMISSION_REGEXP`), as students' `make
-  submit` names them: `<lesson>_<student>_attempt_<YYYY-MM-DD-HH-MM-SS>_<lesson>.ipynb`.
+  submit` names them: `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`.
 
 Downloaded notebooks are copied into the submitted layout with the attempt's time in
 `timestamp.txt` (which nbgrader reads); a student's latest attempt wins. A file that cannot be
@@ -23,8 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from grader.course import SUBMISSION_REGEXP
-
-TIMESTAMP_FORMAT = "%Y-%m-%d-%H-%M-%S"  # as in submission file names
+from grader.course import SUBMISSION_TIME_FORMAT as TIMESTAMP_FORMAT
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def collect(lesson: str, submitted: Path, source: Path | None = None) -> Collect
 
 def parse_name(name: str, lesson: str) -> tuple[str, str] | Skipped:
     """(student, timestamp) from a downloaded file's name, or why the file is not collected."""
-    expected = f"{lesson}_<student>_attempt_<YYYY-MM-DD-HH-MM-SS>_{lesson}.ipynb"
+    expected = f"{lesson}_<student>_attempt_<YYYYMMDD-HHMMSS>_{lesson}.ipynb"
     match = re.fullmatch(SUBMISSION_REGEXP, name)
     if match is None or not name.endswith(".ipynb"):
         return Skipped(name, f"the file name does not follow {expected}")
@@ -78,7 +77,7 @@ def parse_name(name: str, lesson: str) -> tuple[str, str] | Skipped:
     try:
         datetime.strptime(match["timestamp"], TIMESTAMP_FORMAT)
     except ValueError:
-        return Skipped(name, f"the time in the file name is not YYYY-MM-DD-HH-MM-SS: {match['timestamp']}")
+        return Skipped(name, f"the time in the file name is not YYYYMMDD-HHMMSS: {match['timestamp']}")
     return match["student_id"], match["timestamp"]
 
 

@@ -6,7 +6,7 @@ file anyway, since an incomplete notebook still earns the points it earns. The f
 notebook alone, saved as you left it (save it in JupyterLab first), under the name nbgrader's
 `zip_collect` reads from an LMS download:
 
-    submissions/<lesson>_<student>_attempt_<YYYY-MM-DD-HH-MM-SS>_<lesson>.ipynb
+    submissions/<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb
 
 (`grader.course.submission_filename`; the instructor's collect command parses it with
 `grader.course.SUBMISSION_REGEXP`). The student id is your name made safe for a file name and
@@ -26,9 +26,9 @@ from pathlib import Path
 
 from grader import selfcheck
 from grader.course import LESSONS, REPO, SUBMISSION_REGEXP, check_lessons, student_notebook, submission_filename
+from grader.course import SUBMISSION_TIME_FORMAT as TIMESTAMP_FORMAT
 
 SUBMISSIONS = REPO / "submissions"
-TIMESTAMP_FORMAT = "%Y-%m-%d-%H-%M-%S"  # UTC, as grader.course documents for submission names
 
 
 def student_id(name: str) -> str:
@@ -38,7 +38,7 @@ def student_id(name: str) -> str:
     if not ident:
         raise SystemExit(f"cannot make a student id from the name {name!r}: give your name in letters "
                          "or digits, e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
-    parsed = re.fullmatch(SUBMISSION_REGEXP, submission_filename("lesson", ident, "2000-01-01-00-00-00"))
+    parsed = re.fullmatch(SUBMISSION_REGEXP, submission_filename("lesson", ident, "20000101-000000"))
     if parsed is None or parsed["student_id"] != ident:  # e.g. `alan_attempt_2` splits as student `alan`
         raise SystemExit(f"the student id {ident!r} would be misread from the file name: "
                          "leave out the word 'attempt', e.g. `make submit LESSON=<id> NAME=ada_lovelace`")

@@ -41,7 +41,7 @@ SPEC = FIXTURES / "grading" / "batch.toml"
 CASES = tomllib.loads(SPEC.read_text())
 TIMEOUT = 15  # seconds per cell: the infinite loop costs this once
 MEMORY_GIB = 2  # address space per kernel: a kernel with NumPy starts at about 1 GiB
-ATTEMPT = "2026-01-15-10-00-00"
+ATTEMPT = "20260115-100000"
 
 
 def nbgrader_meta(cell) -> dict:
@@ -274,7 +274,7 @@ def test_rerun_regrades_only_what_changed_on_any_executor(batch, tmp_path):
         # The untouched student hands in a later attempt with full answers: only it is regraded.
         newer = tmp_path / "newer"
         newer.mkdir()
-        later = submission_filename(LESSON, "untouched", "2026-02-01-08-00-00")
+        later = submission_filename(LESSON, "untouched", "20260201-080000")
         (newer / later).write_text(nbformat.writes(build_notebook(batch.release, {})))
         third = autograde(lesson=LESSON, course=course.root, source=newer, executor=executor,
                           progress=io.StringIO(), out=out)

@@ -15,17 +15,17 @@ LESSON = "03-parallel-heads"
 
 
 def test_file_names_follow_the_shared_submission_pattern():
-    assert parse_name(submission_filename(LESSON, "ada_lovelace", "2026-11-29-14-05-00"), LESSON) == (
-        "ada_lovelace", "2026-11-29-14-05-00")
+    assert parse_name(submission_filename(LESSON, "ada_lovelace", "20261129-140500"), LESSON) == (
+        "ada_lovelace", "20261129-140500")
 
 
 @pytest.mark.parametrize(("name", "reason"), [
     ("homework.ipynb", "does not follow"),
-    (f"{LESSON}_ada_attempt_2026-11-29-14-05-00_{LESSON}.py", "does not follow"),
-    (f"{LESSON}_ada-lovelace_attempt_2026-11-29-14-05-00_{LESSON}.ipynb", "does not follow"),
-    ("02-scaling_ada_attempt_2026-11-29-14-05-00_02-scaling.ipynb", "a submission for 02-scaling"),
-    (f"{LESSON}_ada_attempt_2026-11-29-14-05-00_02-scaling.ipynb", "a submission for"),
-    (f"{LESSON}_ada_attempt_2026-13-40-14-05-00_{LESSON}.ipynb", "not YYYY-MM-DD-HH-MM-SS"),
+    (f"{LESSON}_ada_attempt_20261129-140500_{LESSON}.py", "does not follow"),
+    (f"{LESSON}_ada-lovelace_attempt_20261129-140500_{LESSON}.ipynb", "does not follow"),
+    ("02-scaling_ada_attempt_20261129-140500_02-scaling.ipynb", "a submission for 02-scaling"),
+    (f"{LESSON}_ada_attempt_20261129-140500_02-scaling.ipynb", "a submission for"),
+    (f"{LESSON}_ada_attempt_20261340-140500_{LESSON}.ipynb", "not YYYYMMDD-HHMMSS"),
 ])
 def test_names_that_cannot_be_attributed_are_reported(name, reason):
     skipped = parse_name(name, LESSON)
@@ -34,8 +34,8 @@ def test_names_that_cannot_be_attributed_are_reported(name, reason):
 
 def downloads(folder: Path) -> Path:
     folder.mkdir()
-    for student, stamp, text in [("ada", "2026-11-29-14-05-00", "old"), ("ada", "2026-11-30-09-00-00", "new"),
-                                 ("grace", "2026-11-29-10-00-00", "only")]:
+    for student, stamp, text in [("ada", "20261129-140500", "old"), ("ada", "20261130-090000", "new"),
+                                 ("grace", "20261129-100000", "only")]:
         (folder / submission_filename(LESSON, student, stamp)).write_text(text)
     (folder / "notes.txt").write_text("not a submission")
     (folder / ".DS_Store").write_text("ignored")
@@ -60,7 +60,7 @@ def test_collecting_again_changes_nothing_until_a_new_attempt_arrives(tmp_path):
     before = notebook.stat().st_mtime_ns
     assert collect(LESSON, submitted, source).copied == 0
     assert notebook.stat().st_mtime_ns == before
-    (source / submission_filename(LESSON, "grace", "2026-12-01-08-00-00")).write_text("again")
+    (source / submission_filename(LESSON, "grace", "20261201-080000")).write_text("again")
     assert collect(LESSON, submitted, source).copied == 1
     assert notebook.read_text() == "again"
 
@@ -68,8 +68,8 @@ def test_collecting_again_changes_nothing_until_a_new_attempt_arrives(tmp_path):
 def test_a_zip_with_folders_is_collected_like_a_folder(tmp_path):
     archive = tmp_path / "download.zip"
     with zipfile.ZipFile(archive, "w") as handle:
-        handle.writestr(f"course/{submission_filename(LESSON, 'ada', '2026-11-29-14-05-00')}", "zipped")
-        handle.writestr(f"__MACOSX/course/._{submission_filename(LESSON, 'ada', '2026-11-29-14-05-00')}", "junk")
+        handle.writestr(f"course/{submission_filename(LESSON, 'ada', '20261129-140500')}", "zipped")
+        handle.writestr(f"__MACOSX/course/._{submission_filename(LESSON, 'ada', '20261129-140500')}", "junk")
         handle.writestr("course/Ada Lovelace - homework.ipynb", "{}")
     collected = collect(LESSON, tmp_path / "submitted", archive)
     assert collected.students == ["ada"]

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import nbformat
 import pytest
+from nbgrader.utils import parse_utc
 
 from grader import selfcheck, submit
 from grader.course import REPO, SUBMISSION_REGEXP, student_notebook, submission_filename
@@ -37,7 +38,9 @@ def test_student_names_become_ids_that_survive_the_file_name(name, expected):
     match = re.fullmatch(SUBMISSION_REGEXP, submission_filename(LESSON, student, stamp))
     assert match and match.group("student_id") == student
     assert match.group("file_id") == f"{LESSON}.ipynb"
-    assert datetime.strptime(match.group("timestamp"), "%Y-%m-%d-%H-%M-%S") == datetime(2026, 11, 29, 14, 5, 30)
+    assert datetime.strptime(match.group("timestamp"), "%Y%m%d-%H%M%S") == datetime(2026, 11, 29, 14, 5, 30)
+    # nbgrader's own zip_collect reads the time the same way (it misreads YYYY-MM-DD-HH-MM-SS).
+    assert parse_utc(match.group("timestamp")).replace(tzinfo=None) == datetime(2026, 11, 29, 14, 5, 30)
 
 
 @pytest.mark.parametrize("name", ["", "   ", "!!!", "日本", "alan attempt 2", "alan_attempt_2026-01-01"])
@@ -56,7 +59,7 @@ def test_a_passing_notebook_is_copied_as_is_and_collected_by_the_instructor(tmp_
     path = submit.main(lesson=LESSON, name="Ada Lovelace", notebook=notebook, out=out, now=when, timeout=60)
 
     printed = capsys.readouterr().out
-    assert path == out / f"{LESSON}_ada_lovelace_attempt_2026-11-29-14-05-30_{LESSON}.ipynb"
+    assert path == out / f"{LESSON}_ada_lovelace_attempt_20261129-140530_{LESSON}.ipynb"
     assert sorted(out.iterdir()) == [path], "the submission is the notebook and nothing else"
     assert path.read_bytes() == notebook.read_bytes()
     assert f"=> {selfcheck.HONEST_PASS}" in printed and "WARNING" not in printed, printed
