@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from grader.course import REPO, SOLUTIONS, lesson_ids
@@ -38,8 +39,17 @@ class Course:
         return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root, text=True,
                               capture_output=True, timeout=timeout)
 
+    def autograde(self, lesson: str, submissions: dict[str, nbformat.NotebookNode]) -> None:
+        """Submit each student's notebook, then grade them all with one `nbgrader autograde`."""
+        for student, notebook in submissions.items():
+            path = self.submitted(student, lesson)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook, path)
+        done = self.nbgrader("autograde", lesson, "--create", "--force")
+        assert done.returncode == 0, f"nbgrader autograde failed:\n{done.stdout}\n{done.stderr[-3000:]}"
 
-def make_course(root: Path, *, cell_timeout: int = 15) -> Course:
+
+def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None = None) -> Course:
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
@@ -49,8 +59,8 @@ def make_course(root: Path, *, cell_timeout: int = 15) -> Course:
         f"c.CourseDirectory.db_url = 'sqlite:///{root / 'gradebook.db'}?timeout=60'\n"
         f"c.Execute.timeout = {cell_timeout}\n"
     )
-    subprocess.run([sys.executable, "-m", "grader", "release", "--course", str(root)], check=True,
-                   capture_output=True, text=True)
+    subprocess.run([sys.executable, "-m", "grader", "release", *(lessons or []), "--course", str(root)],
+                   check=True, capture_output=True, text=True)
     return Course(root)
 
 

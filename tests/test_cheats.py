@@ -20,7 +20,6 @@ import base64
 import functools
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from unittest import mock
@@ -35,10 +34,10 @@ from nbgrader.preprocessors import Execute, IgnorePattern, LimitOutput, SaveAuto
 from traitlets.utils.importstring import import_item
 
 import tests.submissions as submissions
-from grader.course import REPO, SOLUTIONS, lesson_ids, nbgrader_config, reference_notebook, student_notebook
+from grader.course import REPO, lesson_ids, nbgrader_config, reference_notebook, student_notebook
 from grader.trusted import HIDDEN_BLOCK, Check, SpecError, load_spec, spec_lessons, wire
 from grader.trusted.preprocessors import HARNESS, RESOURCE, InjectTrustedChecks, VerifyTrustedChecks
-from tests.conftest import Course
+from tests.conftest import Course, make_course
 from tests.submissions import Variant, build, expected_scores
 
 CHEATS = Path(__file__).resolve().parent / "fixtures" / "cheats"
@@ -66,29 +65,14 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="module")
 def cheat_course(tmp_path_factory) -> Course:
     """A temporary course with the course's own grading configuration, releasing the cheat lessons."""
-    root = tmp_path_factory.mktemp("cheats")
-    (root / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa\n"
-        f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
-        f"c.CourseDirectory.root = {str(root)!r}\n"
-        f"c.CourseDirectory.source_directory = {str(SOLUTIONS)!r}\n"
-        f"c.CourseDirectory.db_url = 'sqlite:///{root / 'gradebook.db'}?timeout=60'\n"
-        "c.Execute.timeout = 15\n"
-    )
-    subprocess.run([sys.executable, "-m", "grader", "release", *cheat_lessons(), "--course", str(root)],
-                   check=True, capture_output=True, text=True)
-    return Course(root)
+    return make_course(tmp_path_factory.mktemp("cheats"), lessons=cheat_lessons())
 
 
 @functools.cache
 def autograde(course: Course, lesson: str) -> dict[str, dict[str, dict]]:
     """Autograde every cheat of `lesson` in one command: student -> grade_id -> score and record."""
-    for name, (variant, _) in cheats(lesson).items():
-        path = course.submitted(name, lesson)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(build(lesson, course.lessons / lesson / f"{lesson}.ipynb", variant), path)
-    done = course.nbgrader("autograde", lesson, "--create", "--force")
-    assert done.returncode == 0, f"nbgrader autograde failed:\n{done.stdout}\n{done.stderr[-3000:]}"
+    release = course.lessons / lesson / f"{lesson}.ipynb"
+    course.autograde(lesson, {name: build(lesson, release, variant) for name, (variant, _) in cheats(lesson).items()})
     graded = {}
     with Gradebook(f"sqlite:///{course.gradebook}") as gradebook:
         for name in cheats(lesson):
