@@ -28,8 +28,10 @@ c.CourseDirectory.feedback_directory = "grader/state/feedback"
 c.CourseDirectory.db_url = f"sqlite:///{repo}/grader/state/gradebook.db?timeout=60"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 
-# Releasing: nbgrader's pipeline, then drop the jupytext pairing from the student copy.
+# Releasing: nbval's markers out first (before nbgrader locks and checksums cells), then nbgrader's
+# pipeline, then drop the jupytext pairing from the student copy.
 c.GenerateAssignment.preprocessors = [
+    "grader.preprocessors.StripNbvalMarkers",
     *GenerateAssignment.class_traits()["preprocessors"].default(),
     "grader.preprocessors.StripPairingMetadata",
 ]
