@@ -7,6 +7,8 @@ LESSON ?=
 NAME   ?=
 SUBMISSIONS ?= submissions
 SOURCE ?=
+# Both cores: each lesson's notebook tests stay on one worker (loadgroup), the shared grading batch too.
+PYTEST_PARALLEL ?= -n 2 --dist loadgroup
 
 # Kernels must draw figures inline: an exported MPLBACKEND=Agg makes plt.show() output nothing.
 unexport MPLBACKEND
@@ -14,7 +16,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env torch lab check submit test lint release reference autograde clean
+.PHONY: help env torch browser lab check submit test test-fast test-extras lint release reference autograde clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -24,6 +26,7 @@ $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .  # the course's `grader` package, for plain `nbgrader` too
 	touch $(STAMP)
 
 env: $(STAMP)  ## create .venv with the course's packages (done automatically by the other targets)
@@ -31,7 +34,10 @@ env: $(STAMP)  ## create .venv with the course's packages (done automatically by
 torch: $(STAMP)  ## install the optional PyTorch extra (Lesson 5) into .venv: a large download
 	$(PY) -m pip install --quiet -r requirements-torch.txt
 
-lab: $(STAMP)  ## open the lessons in JupyterLab
+browser: $(STAMP)  ## install the optional browser-test extra (Playwright; Chromium comes from apt)
+	$(PY) -m pip install --quiet -r requirements-browser.txt
+
+lab: $(STAMP)  ## open the lessons in JupyterLab (as root too)
 	$(PY) -m grader lab
 
 check: $(STAMP)  ## students: which exercises pass their visible tests (LESSON=id for one)
@@ -40,9 +46,16 @@ check: $(STAMP)  ## students: which exercises pass their visible tests (LESSON=i
 submit: $(STAMP)  ## students: write the file to hand in, to submissions/ (LESSON=id NAME=your_name)
 	$(PY) -m grader submit $(LESSON) --name "$(NAME)" --out "$(SUBMISSIONS)"
 
-test: $(STAMP)  ## run every check: lint, notebook re-execution (nbval), release and grading tests
+test: $(STAMP)  ## run every check: lint, unit, kernel (nbval, grading) and browser tests
 	$(PY) -m ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL)
+
+test-fast: $(STAMP)  ## lint and the unit tests only (no kernel, no browser): the edit-run loop
+	$(PY) -m ruff check .
+	$(PY) -m pytest tests/unit
+
+test-extras: $(STAMP)  ## only the tests that need an optional extra (torch, Playwright, Chromium)
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m extra
 
 lint: $(STAMP)  ## ruff over the course's Python code
 	$(PY) -m ruff check .
@@ -57,5 +70,6 @@ autograde: $(STAMP)  ## instructors: grade a lesson's submissions (LESSON=id; SO
 	$(PY) -m grader autograde $(LESSON) $(if $(SOURCE),--source "$(SOURCE)")
 
 clean:  ## remove the environment, caches and grading state (never lessons/ or solutions/)
-	rm -rf $(VENV) grader/state .pytest_cache .ruff_cache artifacts
+	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts *.egg-info
+	find grader/state -mindepth 1 -not -name README.md -delete
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

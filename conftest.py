@@ -1,24 +1,41 @@
 """Repository-wide pytest hooks, for every path pytest is pointed at (tests/ and solutions/ alike).
 
-A lesson that needs an optional extra (`OPTIONAL_REQUIREMENTS` in grader/course.py) has all of
-its tests skipped, with the install command as the reason, where that extra is not installed:
-the nbval cells of its reference notebook and every test parametrized with its id. They are
-never silently passed. tests/conftest.py holds the fixtures; this hook lives here so that it
-also applies to `pytest solutions/<id>`, which does not load tests/conftest.py.
+- Tiers: a test under tests/unit starts no kernel (marker `unit`); tests/integration and the nbval
+  cells of solutions/ start kernels (`kernel`); tests/e2e drives a browser (`browser`).
+- Optional extras (grader.course.EXTRAS): a test that needs one is marked `extra` and, where the
+  extra is missing, skipped with its name and install command; the run ends with one line that
+  counts the skips per missing extra. A lesson's tests need the extras of grader.course.LESSON_EXTRAS
+  (its nbval cells, and every test parametrized with its id); any other test asks with
+  `@pytest.mark.needs("playwright", "chromium")`.
+- xdist: each reference notebook's nbval cells run on one worker, in order (`--dist loadgroup`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
-from grader.course import SOLUTIONS, lesson_ids, missing_requirements
+from grader.course import EXTRAS, LESSON_EXTRAS, REPO, SOLUTIONS, lesson_ids
+
+TIERS = {"unit": "unit", "integration": "kernel", "e2e": "browser"}
+_skipped_by_extra: Counter = Counter()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "unit: starts no kernel and no browser (tests/unit)")
+    config.addinivalue_line("markers", "kernel: starts Jupyter kernels (tests/integration, nbval of solutions/)")
+    config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e)")
+    config.addinivalue_line("markers", "extra: needs an optional extra (torch, playwright, chromium)")
+    config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
+    config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker (pytest-xdist's own)")
 
 
 def lesson_of(item: pytest.Item) -> str | None:
     """The lesson a test item checks: an nbval cell of solutions/<id>/, or a test parametrized with it.
 
-    Any parameter whose value is a lesson id counts, whatever its name (`lesson`, `spec_lesson`,
-    `cheat_lesson`, ...), so that a new parametrized test cannot forget the optional extras.
+    Any parameter whose value is a lesson id counts, whatever its name, so that a new parametrized
+    test cannot forget the optional extras.
     """
     if SOLUTIONS in item.path.parents:
         return item.path.relative_to(SOLUTIONS).parts[0]
@@ -28,11 +45,46 @@ def lesson_of(item: pytest.Item) -> str | None:
     return next((value for value in params.values() if isinstance(value, str) and value in known), None)
 
 
+def extras_of(item: pytest.Item) -> list[str]:
+    lesson = lesson_of(item)
+    named = [name for marker in item.iter_markers("needs") for name in marker.args]
+    return list(dict.fromkeys([*(LESSON_EXTRAS.get(lesson, ()) if lesson else ()), *named]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
+    missing = {name: extra for name, extra in EXTRAS.items() if extra.missing()}
     for item in items:
-        lesson = lesson_of(item)
-        missing = missing_requirements(lesson) if lesson else {}
-        if missing:
-            install = " and ".join(sorted(set(missing.values())))
-            item.add_marker(pytest.mark.skip(
-                reason=f"optional extra: run `{install}` ({lesson} needs {', '.join(missing)}, not installed)"))
+        if SOLUTIONS in item.path.parents:
+            item.add_marker(pytest.mark.kernel)
+            item.add_marker(pytest.mark.xdist_group(f"nbval-{item.path.stem}"))
+        elif (REPO / "tests") in item.path.parents:
+            tier = item.path.relative_to(REPO / "tests").parts[0]
+            if tier in TIERS:
+                item.add_marker(getattr(pytest.mark, TIERS[tier]))
+        needed = extras_of(item)
+        if not needed:
+            continue
+        unknown = [name for name in needed if name not in EXTRAS]
+        assert not unknown, f"{item.nodeid}: unknown extras {unknown}; grader.course.EXTRAS has {sorted(EXTRAS)}"
+        item.add_marker(pytest.mark.extra)
+        absent = [missing[name] for name in needed if name in missing]
+        if absent:
+            item.add_marker(pytest.mark.skip(reason="optional extra not installed: " + "; ".join(
+                f"{extra.name} (install: `{extra.install}`)" for extra in absent)))
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and report.when == "setup" and "optional extra not installed" in str(report.longrepr):
+        for name in EXTRAS:
+            if f"{name} (install:" in str(report.longrepr):
+                _skipped_by_extra[name] += 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _skipped_by_extra:
+        terminalreporter.write_line("optional extras: all installed, nothing skipped for want of one")
+        return
+    parts = [f"{name} ({EXTRAS[name].install}): {count} test{'s' * (count != 1)} skipped"
+             for name, count in sorted(_skipped_by_extra.items())]
+    terminalreporter.write_line("optional extras missing: " + "; ".join(parts))

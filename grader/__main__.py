@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import argparse
 
-from grader import autograde, lab, reference, release, selfcheck, submit
+from grader.authoring import reference, release
+from grader.grading import batch
+from grader.student import check, lab, submit
 
 COMMANDS = {
     "release": release,
     "reference": reference,
     "lab": lab,
-    "check": selfcheck,
+    "check": check,
     "submit": submit,
-    "autograde": autograde,
+    "autograde": batch,
 }
 
 

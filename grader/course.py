@@ -1,14 +1,16 @@
-"""Where the course lives on disk, which lessons it has, and how to reach nbgrader.
+"""The one home of the course's paths, lesson ids, optional extras, submission names and nbgrader config.
 
-Defaults live here, in one place; the command-line interface (grader/__main__.py) and the
-tests pass overrides as keyword arguments.
+Defaults live here; the command-line interface (grader/__main__.py) and the tests pass overrides
+as keyword arguments. Nothing here writes to disk or changes the interpreter when imported.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from traitlets.config import Config, PyFileConfigLoader
@@ -16,7 +18,14 @@ from traitlets.config import Config, PyFileConfigLoader
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 LESSONS = REPO / "lessons"
-STATE = REPO / "grader" / "state"
+SUBMISSIONS = REPO / "submissions"  # where `make submit` writes the student's hand-in file
+STUDENT_JUPYTER_CONFIG = REPO / "grader" / "jupyter"  # the student-only nbgrader UI of `make lab`
+
+# Everything grading writes, relative to a course's root; git ignores it and it is never published.
+STATE = "grader/state"
+STATE_FOLDERS = {"submitted": f"{STATE}/submitted", "autograded": f"{STATE}/autograded",
+                 "feedback": f"{STATE}/feedback"}
+GRADEBOOK = f"{STATE}/gradebook.db"
 
 
 def lesson_ids() -> list[str]:
@@ -25,21 +34,15 @@ def lesson_ids() -> list[str]:
     return sorted(p.stem for p in SOLUTIONS.glob("*.py"))
 
 
-# Optional extras: lessons that need packages outside requirements.txt, as lesson id -> {module it
-# imports: the command that installs it}. `make lab` and `make test` work without them; where one is
-# missing, that lesson's tests are skipped with the install command as the reason (tests/conftest.py).
-OPTIONAL_REQUIREMENTS: dict[str, dict[str, str]] = {
-    "05-pytorch-module": {"torch": "make torch"},
-}
-
-
-def missing_requirements(lesson: str) -> dict[str, str]:
-    """The optional modules `lesson` needs that this Python cannot import, each with its install command.
-
-    Empty when the lesson can run. Looks the modules up without importing them.
-    """
-    needed = OPTIONAL_REQUIREMENTS.get(lesson, {})
-    return {module: install for module, install in needed.items() if importlib.util.find_spec(module) is None}
+def select_lessons(lessons: list[str] | None) -> list[str]:
+    """The requested lessons (all when None or empty), refusing names the course does not have."""
+    known = lesson_ids()
+    if not lessons:
+        return known
+    unknown = [name for name in lessons if name not in known]
+    if unknown:
+        raise SystemExit(f"unknown lesson(s) {', '.join(unknown)}; the course has: {', '.join(known)}")
+    return list(lessons)
 
 
 def source_text(lesson: str) -> Path:
@@ -52,56 +55,75 @@ def reference_notebook(lesson: str) -> Path:
 
 
 def student_notebook(lesson: str, lessons_dir: Path = LESSONS) -> Path:
-    return lessons_dir / lesson / f"{lesson}.ipynb"
+    return Path(lessons_dir) / lesson / f"{lesson}.ipynb"
 
 
-def check_lessons(lessons: list[str] | None) -> list[str]:
-    """The requested lessons (all when None), refusing names the course does not have."""
-    known = lesson_ids()
-    if not lessons:
-        return known
-    unknown = [name for name in lessons if name not in known]
-    if unknown:
-        raise SystemExit(f"unknown lesson(s) {', '.join(unknown)}; the course has: {', '.join(known)}")
-    return list(lessons)
+# ---------------------------------------------------------------- optional extras
+
+@dataclass(frozen=True)
+class Extra:
+    """An optional extra: what it is, the modules or programs that show it is there, how to install it."""
+
+    name: str
+    install: str
+    modules: tuple[str, ...] = ()
+    program: str = ""  # an executable looked up on PATH, or at the path in the environment variable `env`
+    env: str = ""
+
+    def missing(self) -> list[str]:
+        """The modules and program of this extra that this machine lacks (none imported, none run).
+
+        An extra named in the environment variable WITHOUT_EXTRAS (comma-separated) counts as
+        missing, so that the newcomer's path can be tried on a machine that has everything.
+        """
+        if self.name in os.environ.get(WITHOUT_EXTRAS, "").split(","):
+            return [self.name]
+        absent = [m for m in self.modules if _module_missing(m)]
+        if self.program and not self.executable():
+            absent.append(self.program)
+        return absent
+
+    def executable(self) -> str | None:
+        """The extra's program: the path in `env` if that is set, else the one on PATH."""
+        path = os.environ.get(self.env) if self.env else None
+        if path:
+            return path if os.access(path, os.X_OK) and Path(path).is_file() else None
+        return shutil.which(self.program) if self.program else None
 
 
-def nbgrader_config(course: Path = REPO, **overrides: object) -> Config:
-    """The nbgrader configuration that `nbgrader` run from the folder `course` sees.
-
-    The default is this repository. A test or an instructor can point `course` at another folder
-    whose nbgrader_config.py loads this one and moves the state (gradebook, submissions)
-    elsewhere. Keyword arguments override `CourseDirectory` settings, e.g. `release_directory=...`.
-    """
-    loader = PyFileConfigLoader("nbgrader_config.py", path=str(course))
-    config = loader.load_config()
-    for name, value in overrides.items():
-        if value is not None:
-            config.CourseDirectory[name] = value
-    return config
+WITHOUT_EXTRAS = "WITHOUT_EXTRAS"
 
 
-def nbgrader_api(config: Config):
-    """An `NbGraderAPI` for `config` (the API does not read nbgrader_config.py by itself)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
+def _module_missing(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except ImportError:  # a parent package that is not there, or is not a package
+        return True
 
-    # nbgrader runs the `alembic` command by name when it creates a gradebook: make sure the
-    # environment's own scripts come first on PATH even when it was not activated.
-    scripts = str(Path(sys.executable).parent)
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
-        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
 
-    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+EXTRAS = {
+    "torch": Extra("torch", "make torch", modules=("torch",)),
+    "playwright": Extra("playwright", "make browser", modules=("playwright.sync_api",)),
+    "chromium": Extra("chromium", "apt-get install chromium", program="chromium", env="CHROMIUM"),
+}
 
+# Lessons that need an extra: their tests are skipped, naming it, where it is missing (conftest.py).
+LESSON_EXTRAS: dict[str, tuple[str, ...]] = {"05-pytorch-module": ("torch",)}
+
+
+def missing_extras(lesson: str) -> list[Extra]:
+    """The extras `lesson` needs that this machine does not have."""
+    return [EXTRAS[name] for name in LESSON_EXTRAS.get(lesson, ()) if EXTRAS[name].missing()]
+
+
+# ---------------------------------------------------------------- submission file names
 
 # How a submitted notebook is named when it leaves the student's machine, following nbgrader's
-# zip_collect conventions (the LMS-export pattern from nbgrader's documentation): for example
-# `03-parallel-heads_ada_lovelace_attempt_20261129-140500_03-parallel-heads.ipynb`.
-# `make submit` writes this name; the instructor's grading command parses it with this pattern.
-# Lesson ids contain no underscore, so the student id is everything up to `_attempt_`.
+# zip_collect conventions (the LMS-export pattern from nbgrader's documentation), for example
+# `03-parallel-heads_ada_lovelace_attempt_20261129-140500_03-parallel-heads.ipynb`. `make submit`
+# writes it; the instructor's collect step parses it. Lesson ids contain no underscore, so the
+# student id is everything up to `_attempt_`.
 SUBMISSION_REGEXP = r"[^_]+_(?P<student_id>\w+?)_attempt_(?P<timestamp>[0-9\-]+)_(?P<file_id>.+)"
-
 
 # The submission time, in UTC. nbgrader's own `zip_collect` reads this form correctly (its date
 # parser misreads YYYY-MM-DD-HH-MM-SS as 14:00 for 14-05-00, and fails on some times).
@@ -111,3 +133,88 @@ SUBMISSION_TIME_FORMAT = "%Y%m%d-%H%M%S"
 def submission_filename(lesson: str, student: str, timestamp: str) -> str:
     """File name for `student`'s notebook of `lesson` submitted at `timestamp` (SUBMISSION_TIME_FORMAT)."""
     return f"{lesson}_{student}_attempt_{timestamp}_{lesson}.ipynb"
+
+
+# ---------------------------------------------------------------- nbgrader
+
+def nbgrader_config(course: Path = REPO, **overrides: object) -> Config:
+    """The nbgrader configuration that `nbgrader` run from the folder `course` sees.
+
+    The default is this repository. A test or an instructor can point `course` at another folder
+    whose nbgrader_config.py loads this one and moves the state (gradebook, submissions)
+    elsewhere. Keyword arguments override `CourseDirectory` settings, e.g. `release_directory=...`.
+    """
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    for name, value in overrides.items():
+        if value is not None:
+            config.CourseDirectory[name] = value
+    return config
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one course keeps its release and what grading writes, as its nbgrader config says."""
+
+    root: Path
+    release: Path
+    submitted: Path
+    autograded: Path
+    feedback: Path
+
+    @classmethod
+    def of(cls, config: Config) -> Layout:
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(config=config)
+
+        def folder(step: str) -> Path:
+            return Path(coursedir.format_path(step, ".", ".")).resolve()
+
+        return cls(Path(coursedir.root).resolve(), folder(coursedir.release_directory),
+                   folder(coursedir.submitted_directory), folder(coursedir.autograded_directory),
+                   folder(coursedir.feedback_directory))
+
+    @property
+    def state(self) -> Path:
+        """The folder that holds submitted/, autograded/, feedback/, grades/ and logs/."""
+        return self.autograded.parent
+
+    def release_notebook(self, lesson: str) -> Path:
+        return self.release / lesson / f"{lesson}.ipynb"
+
+    def submitted_notebook(self, student: str, lesson: str) -> Path:
+        return self.submitted / student / lesson / f"{lesson}.ipynb"
+
+    def autograded_notebook(self, student: str, lesson: str) -> Path:
+        return self.autograded / student / lesson / f"{lesson}.ipynb"
+
+    def feedback_page(self, student: str, lesson: str) -> Path:
+        return self.feedback / student / lesson / f"{lesson}.html"
+
+    def grades_csv(self, lesson: str) -> Path:
+        return self.state / "grades" / f"{lesson}.csv"
+
+    def grades_plot(self, lesson: str) -> Path:
+        return self.state / "grades" / f"{lesson}.png"
+
+    def log(self, lesson: str) -> Path:
+        return self.state / "logs" / f"{lesson}.log"
+
+
+def nbgrader_api(config: Config):
+    """An `NbGraderAPI` for `config` (the API does not read nbgrader_config.py by itself).
+
+    Creates the gradebook's folder, which SQLite cannot create itself.
+    """
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    # nbgrader runs the `alembic` command by name when it creates a gradebook: make sure the
+    # environment's own scripts come first on PATH even when it was not activated.
+    scripts = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
+        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
+    coursedir = CourseDirectory(config=config)
+    if coursedir.db_url.startswith("sqlite:///"):
+        Path(coursedir.db_url.removeprefix("sqlite:///").split("?")[0]).parent.mkdir(parents=True, exist_ok=True)
+    return NbGraderAPI(coursedir=coursedir, config=config)

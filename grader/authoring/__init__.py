@@ -1,0 +1,1 @@
+"""Authoring commands: re-execute the reference notebooks (`make reference`), release them (`make release`)."""

@@ -1,0 +1,152 @@
+"""Grade a lesson's submissions in parallel: collect, autograde, feedback, grades CSV and plot."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import Executor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.coursedir import CourseDirectory
+
+from grader import notebook
+from grader.course import REPO, Layout, nbgrader_config, select_lessons
+from grader.grading import report
+from grader.grading.collect import Skipped, collect
+from grader.grading.worker import Job, Result, grade, local_pool
+
+
+@dataclass
+class Batch:
+    """Everything one run produced."""
+
+    lesson: str
+    results: list[Result]
+    skipped: list[Skipped]
+    grades: Path  # the grades CSV
+    plot: Path | None  # the score distribution PNG (None when nothing was graded)
+    seconds: float
+
+
+def main(*, lesson: str, course: Path = REPO, source: Path | None = None, workers: int | None = None,
+         force: bool = False, timeout: int | None = None, memory_limit: int | None = None,
+         executor: Executor | None = None, progress: TextIO = sys.stderr, out: TextIO = sys.stdout) -> Batch:
+    """Grade every submission of `lesson` and write feedback, a grades CSV and a score plot.
+
+    Submissions are those in nbgrader's submitted folder, after copying in the notebooks
+    downloaded from an LMS to `source` (a folder or a .zip named by nbgrader's zip_collect
+    conventions; see grader/grading/collect.py). Students new to the gradebook are added.
+
+    Each submission is graded by `grader.grading.worker.grade` on `executor`: by default a pool of
+    `workers` local processes (default: one per core). Any `concurrent.futures.Executor` whose
+    workers are processes that see this course's files and gradebook can be passed instead, e.g.
+    a Dask cluster's `Client(...).get_executor()`; it is not shut down here.
+
+    A submission already graded, with feedback, since it last changed is not run again unless
+    `force`. `timeout` (seconds per cell) and `memory_limit` (bytes per kernel) override the
+    course's nbgrader configuration. Outputs go next to nbgrader's own folders: feedback in its
+    feedback folder, and `grades/<lesson>.csv`, `grades/<lesson>.png` beside them.
+    """
+    [lesson] = select_lessons([lesson])
+    started = time.monotonic()
+    config = nbgrader_config(course)
+    coursedir = CourseDirectory(config=config)
+    layout = Layout.of(config)
+    release = layout.release_notebook(lesson)
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+        try:
+            gradebook.find_assignment(lesson)
+        except MissingEntry:
+            raise SystemExit(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
+    if not release.is_file():
+        raise SystemExit(f"{release} is missing: run `make release LESSON={lesson}` first")
+    points = notebook.test_points(nbformat.read(release, as_version=4))
+
+    collected = collect(lesson, layout.submitted, source)
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+        for student in collected.students:
+            gradebook.update_or_create_student(student)
+
+    jobs = [Job(str(Path(course).resolve()), lesson, student, force=force, timeout=timeout, memory_limit=memory_limit)
+            for student in collected.students]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    log = layout.log(lesson)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
+    results = _run(jobs, executor, lambda: local_pool(workers, log), bar.update)
+    bar.close()
+
+    grades = report.write_csv(layout.grades_csv(lesson), results, points)
+    graded = any(o.status == "graded" for o in results)
+    plot = layout.grades_plot(lesson)
+    if graded:
+        report.plot_scores(plot, results, points, lesson)
+    else:
+        plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
+    files = {"grades": grades, **({"plot": plot} if graded else {}),
+             "feedback": layout.feedback / "<student>" / lesson,
+             "log": log}
+    seconds = time.monotonic() - started
+    print(report.summary(lesson, results, collected.skipped, seconds=seconds,
+                         workers=None if executor else workers, files=files), file=out, flush=True)
+    return Batch(lesson, results, collected.skipped, grades, plot if graded else None, seconds)
+
+
+def _run(jobs: list[Job], executor: Executor | None, make_pool, done) -> list[Result]:
+    """Grade `jobs` on `executor` (or on pools from `make_pool`), calling `done(result)` as each
+    finishes. If a local worker process dies, its unfinished jobs are retried once in a new pool."""
+    results, pending = [], jobs
+    for _ in range(2 if executor is None else 1):
+        if not pending:
+            break
+        pool = executor or make_pool()
+        broken = []
+        try:
+            futures = {pool.submit(grade, job): job for job in pending}
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    broken.append(job)
+                    continue
+                except Exception as exc:  # the executor failed, not the grading
+                    result = Result(job.student, "failed", reason=f"worker failed: {type(exc).__name__}: {exc}")
+                results.append(result)
+                done(result)
+        finally:
+            if executor is None:
+                pool.shutdown(cancel_futures=True)
+        pending = broken
+    for job in pending:
+        result = Result(job.student, "failed", reason="a grading worker process died; run again to retry")
+        results.append(result)
+        done(result)
+    return results
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lesson", help="lesson id, e.g. 03-parallel-heads")
+    parser.add_argument("--source", type=Path,
+                        help="folder or .zip of notebooks downloaded from the LMS, named "
+                             "<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
+    parser.add_argument("--workers", type=int, help="grading processes (default: one per core)")
+    parser.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    parser.add_argument("--timeout", type=int, help="seconds each cell may run (default: nbgrader_config.py's)")
+    parser.add_argument("--memory-limit", type=float, metavar="GIB",
+                        help="GiB of address space per kernel (default: nbgrader_config.py's)")
+    parser.add_argument("--course", type=Path, default=REPO,
+                        help="folder whose nbgrader_config.py to use (default: this repository)")
+
+
+def run(args: argparse.Namespace) -> None:
+    memory = None if args.memory_limit is None else int(args.memory_limit * 1024**3)
+    main(lesson=args.lesson, course=args.course, source=args.source, workers=args.workers, force=args.force,
+         timeout=args.timeout, memory_limit=memory)

@@ -1,0 +1,137 @@
+"""What a grading batch tells the instructor: progress while it runs, then a grades CSV, a plot
+of the score distribution per exercise, and a summary of what needs attention."""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from grader.grading.collect import Skipped
+from grader.grading.triage import needs_review
+from grader.grading.worker import Result
+
+
+def points_text(result: Result, points: dict[str, float]) -> str:
+    if result.status != "graded":
+        return f"failed: {result.reason}"
+    total = "?" if result.total is None else f"{result.total:g}"
+    return f"{total}/{sum(points.values()):g}" + (" (up to date)" if result.cached else "")
+
+
+class Progress:
+    """A bar with counts and the time left on a terminal; one plain line per submission otherwise
+    (CI logs, files)."""
+
+    def __init__(self, total: int, points: dict[str, float], stream: TextIO = sys.stderr, label: str = ""):
+        self.total, self.points, self.stream, self.label = total, points, stream, label
+        self.done, self.start = 0, time.monotonic()
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        if self.tty:
+            self._draw()
+
+    def update(self, result: Result) -> None:
+        self.done += 1
+        if self.tty:
+            self._draw()
+        else:
+            print(f"[{self.done}/{self.total}] {result.student}: {points_text(result, self.points)} "
+                  f"({result.seconds:.1f} s)", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.tty:
+            print(file=self.stream, flush=True)
+
+    def _draw(self) -> None:
+        elapsed = time.monotonic() - self.start
+        width = 30
+        filled = width * self.done // max(self.total, 1)
+        left = "--:--" if not self.done else _clock(elapsed * (self.total - self.done) / self.done)
+        print(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+              f"elapsed {_clock(elapsed)} left {left} ", end="", file=self.stream, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    return f"{minutes}:{seconds:02d}"
+
+
+def write_csv(path: Path, results: Sequence[Result], points: dict[str, float]) -> Path:
+    """One row per student: points per test cell, total, status, flags (or why grading failed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", *points, "total", "status", "flags"])
+        for result in sorted(results, key=lambda o: o.student):
+            scores = [_number(result.scores.get(name)) for name in points]
+            flags = [str(flag) for flag in result.flags]
+            notes = flags if result.status == "graded" else [result.reason, *flags]
+            writer.writerow([result.student, *scores, _number(result.total), result.status, "; ".join(notes)])
+    return path
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def plot_scores(path: Path, results: Sequence[Result], points: dict[str, float], lesson: str) -> Figure:
+    """Histograms of the points students scored on each test cell, and of their totals."""
+    graded = [o for o in results if o.status == "graded"]
+    panels = [*points.items(), ("total", sum(points.values()))]
+    columns = min(len(panels), 3)
+    rows = -(-len(panels) // columns)
+    figure = Figure(figsize=(4.2 * columns, 3.2 * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    for ax, (name, top) in zip(axes, panels, strict=False):
+        scores = [o.total if name == "total" else o.scores.get(name) for o in graded]
+        scores = [s for s in scores if s is not None]
+        ax.hist(scores, bins=np.arange(-0.5, top + 1.0, 1.0), color="tab:blue", edgecolor="white")
+        full = sum(s >= top for s in scores) / len(scores) if scores else 0.0
+        ax.set_title(f"{name} ({top:g} pts): {full:.0%} full marks", fontsize=10)
+        ax.set_xlabel("points")
+        ax.set_ylabel("students")
+        ax.set_xticks(range(int(top) + 1) if top <= 12 else np.linspace(0, top, 6))
+        ax.set_xlim(-0.6, top + 0.6)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    figure.suptitle(f"{lesson}: score distribution per exercise ({len(graded)} graded submissions)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    return figure
+
+
+def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], *, seconds: float,
+            workers: int | None, files: dict[str, Path]) -> str:
+    """The end-of-batch report: graded, failed and why, needing review, timed out, not collected."""
+    graded = [o for o in results if o.status == "graded"]
+    failed = [o for o in results if o.status == "failed"]
+    review = [o for o in graded if needs_review(o.flags)]
+    timed_out = [o for o in graded if any(f.name == "timeout" for f in o.flags)]
+    memory = [o for o in graded if any(f.name == "memory-limit" for f in o.flags)]
+    cached = sum(o.cached for o in graded)
+    pool = f" with {workers} worker{'s' * (workers != 1)}" if workers else ""
+    lines = [f"{lesson}: {len(results)} submissions in {seconds:.0f} s{pool}",
+             f"  graded                {len(graded):4d}" + (f" ({cached} already up to date)" if cached else "")]
+
+    def section(title: str, items: Sequence[Result], explain) -> None:
+        lines.append(f"  {title:<22}{len(items):4d}")
+        lines.extend(f"    {o.student}: {explain(o)}" for o in items)
+
+    section("failed to grade", failed, lambda o: o.reason)
+    section("needing manual review", review,
+            lambda o: "; ".join(f.describe() for f in o.flags if f.needs_review))
+    section("timed out", timed_out, lambda o: "; ".join(f.describe() for f in o.flags if f.name == "timeout"))
+    section("hit the memory limit", memory,
+            lambda o: "; ".join(f.describe() for f in o.flags if f.name == "memory-limit"))
+    lines.append(f"  {'not collected (files)':<22}{len(skipped):4d}")
+    lines.extend(f"    {s.file}: {s.reason}" for s in skipped)
+    lines.extend(f"  {name + ':':<10}{path}" for name, path in files.items())
+    return "\n".join(lines)

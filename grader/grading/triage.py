@@ -1,0 +1,161 @@
+"""What is wrong with a submission, before grading (can it be graded, what did the student change)
+and after (what happened while its cells ran). Nothing is graded here.
+
+Findings are `Flag`s: a name from FLAGS and the cell it concerns. In the grades CSV a flag is
+written `name:cell` (`str(flag)`), and `Flag.parse` reads it back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+from grader import notebook
+from grader.pipeline.guarded_execute import KERNEL_DIED
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of flag: what it says (with `{}` for the cell), and whether a person should look."""
+
+    text: str
+    review: bool = False
+
+
+FLAGS = {
+    "metadata-restored": Kind("nbgrader metadata was stripped; put back from the release by position", review=True),
+    "test-cell-missing": Kind("test cell {} was deleted; put back and run", review=True),
+    "test-cell-edited": Kind("test cell {} was edited; the original was run", review=True),
+    "locked-cell-missing": Kind("locked cell {} was deleted; put back", review=True),
+    "locked-cell-edited": Kind("locked cell {} was edited; the original was put back", review=True),
+    "solution-cell-missing": Kind("no cell is marked as the answer cell {} (deleted or re-created)", review=True),
+    "cell-type-changed": Kind("the type of cell {} was changed; changed back"),
+    "kernel-died": Kind("the kernel died in {}; later cells were not run", review=True),
+    "timeout": Kind("{} ran past the time limit"),
+    "memory-limit": Kind("{} ran out of memory (the memory limit)"),
+    "output-truncated": Kind("output of {} was truncated"),
+    "manual-grade": Kind("nbgrader asks for manual grading of {}", review=True),
+    "feedback-failed": Kind("feedback could not be generated", review=True),
+}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A finding about one submission: `name` (a key of FLAGS) and the cell it concerns, if any."""
+
+    name: str
+    cell: str = ""
+
+    def __post_init__(self) -> None:
+        if self.name not in FLAGS:
+            raise ValueError(f"unknown flag {self.name!r}")
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.cell}" if self.cell else self.name
+
+    @classmethod
+    def parse(cls, text: str) -> Flag:
+        name, _, cell = text.partition(":")
+        return cls(name, cell)
+
+    @property
+    def needs_review(self) -> bool:
+        return FLAGS[self.name].review
+
+    def describe(self) -> str:
+        return FLAGS[self.name].text.format(self.cell or "a cell")
+
+
+# Error outputs that say how a cell ended: nbclient's time-out, a MemoryError under the memory limit,
+# grader.pipeline.guarded_execute's dead kernel.
+ERRORS = {"CellTimeoutError": "timeout", "MemoryError": "memory-limit", KERNEL_DIED: "kernel-died"}
+
+
+class Unreadable(Exception):
+    """The submitted file cannot be graded at all; the message says why."""
+
+
+def read_submission(path: Path) -> NotebookNode:
+    """The submitted notebook, or `Unreadable` with the reason it cannot be graded."""
+    data = path.read_bytes()
+    if not data.strip():
+        raise Unreadable("empty file")
+    try:
+        content = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"not a notebook: invalid JSON ({exc})") from None
+    if not isinstance(content, dict) or "nbformat" not in content:
+        raise Unreadable("not a notebook: JSON without the notebook format")
+    try:
+        return nbformat.reads(data.decode(), as_version=4)
+    except Exception as exc:  # nbformat raises several kinds for malformed notebooks
+        raise Unreadable(f"not a readable notebook ({type(exc).__name__}: {exc})") from None
+
+
+def inspect_submission(nb: NotebookNode, release: NotebookNode,
+                       others: dict[str, set[str]]) -> tuple[list[Flag], str | None]:
+    """(flags, reason it cannot be graded or None) for a submission compared with its release.
+
+    `others` maps the course's other lessons to their grade_ids, to recognise a notebook handed in
+    for the wrong lesson.
+    """
+    cells, expected = notebook.cells_by_id(nb), notebook.cells_by_id(release)
+    if cells and not set(cells) & set(expected):
+        which = sorted(lesson for lesson, ids in others.items() if set(cells) & ids)
+        return [], "the notebook of another lesson" + (f" ({', '.join(which)})" if which else "")
+    if not cells:
+        if notebook.lines_up(nb, release):
+            return [Flag("metadata-restored")], None
+        return [], "no nbgrader metadata left (re-saved by another editor?) and cells that do not match the release"
+    flags = []
+    for grade_id, ref in expected.items():
+        role = "test" if notebook.is_graded(ref) else "solution" if notebook.kind(ref) == "solution" else "locked"
+        cell = cells.get(grade_id)
+        if cell is None:
+            flags.append(Flag(f"{role}-cell-missing", grade_id))
+            continue
+        if cell.cell_type != ref.cell_type:
+            flags.append(Flag("cell-type-changed", grade_id))
+        if notebook.is_locked(ref) and cell.source != ref.source:
+            flags.append(Flag(f"{role}-cell-edited", grade_id))
+    return flags, None
+
+
+def run_flags(autograded: NotebookNode) -> list[Flag]:
+    """Flags for what happened while the cells ran: time-outs, the memory limit, a dead kernel,
+    truncated output."""
+    flags: list[Flag] = []
+    for index, cell in enumerate(autograded.cells, start=1):
+        where = notebook.grade_id(cell) or f"cell {index}"
+        for output in cell.get("outputs", []):
+            names = []
+            if output.output_type == "error":
+                if output.ename in ERRORS:
+                    names.append(ERRORS[output.ename])
+                if "... Traceback truncated ..." in output.get("traceback", []):
+                    names.append("output-truncated")
+            elif "... Output truncated ..." in output.get("text", ""):
+                names.append("output-truncated")
+            flags += [flag for name in names if (flag := Flag(name, where)) not in flags]
+    return flags
+
+
+def needs_review(flags: list[Flag]) -> bool:
+    return any(flag.needs_review for flag in flags)
+
+
+def failure_reason(result: dict) -> str:
+    """One line saying why nbgrader could not grade a submission, from its API result."""
+    text = "\n".join([result.get("log") or "", result.get("error") or ""])
+    lines = [line.removeprefix("[ERROR] ").strip() for line in text.splitlines()]
+    exceptions = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Exit): ", line)
+                  and "NbGraderException" not in line]
+    if exceptions:
+        return f"nbgrader could not grade it: {exceptions[0]}"
+    errors = [line for line in text.splitlines() if line.startswith("[ERROR]") and "Traceback" not in line]
+    return "nbgrader could not grade it: " + (errors[0].removeprefix("[ERROR] ") if errors else "no reason given")

@@ -1,0 +1,214 @@
+"""Grade one submission in a worker process, with nbgrader imported and configured once per process.
+
+`grade(job)` is the unit of work: it autogrades one student's notebook through nbgrader's Python
+API, generates the feedback, and returns a `Result` (scores read from the gradebook, flags from
+grader.grading.triage). It never raises: whatever goes wrong with one submission is reported in
+its Result, so the batch carries on.
+
+`grade` and `Job` are plain picklable objects, so any `concurrent.futures.Executor` whose workers
+are processes can run them: `local_pool()` (the default: one process per core), or a cluster's,
+such as a Dask `Client(...).get_executor()`. Each process loads the course's nbgrader
+configuration on its first job and reuses it. nbgrader changes the process's working directory
+while it grades, so a process grades one submission at a time (a lock enforces it when an
+executor runs several threads per process).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import sys
+import threading
+import time
+import warnings
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+
+from grader import notebook
+from grader.course import Layout, nbgrader_api, nbgrader_config
+from grader.grading import triage
+from grader.grading.triage import Flag
+
+
+@dataclass(frozen=True)
+class Job:
+    """One student's submission of one lesson, and how to grade it."""
+
+    course: str  # folder whose nbgrader_config.py to load (the repository, or a test course)
+    lesson: str
+    student: str
+    force: bool = False  # regrade even when the grade and feedback are newer than the submission
+    timeout: int | None = None  # seconds per cell (Execute.timeout); None keeps the configured value
+    memory_limit: int | None = None  # bytes per kernel (GuardedExecute.memory_limit); None: configured
+
+
+@dataclass
+class Result:
+    """What grading one submission gave."""
+
+    student: str
+    status: str  # "graded" or "failed"
+    scores: dict[str, float | None] = field(default_factory=dict)  # test cell grade_id -> points
+    flags: list[Flag] = field(default_factory=list)
+    reason: str = ""  # why it could not be graded
+    seconds: float = 0.0
+    cached: bool = False  # already graded and unchanged since: nothing was re-run
+
+    @property
+    def total(self) -> float | None:
+        if self.status != "graded" or any(score is None for score in self.scores.values()):
+            return None
+        return sum(self.scores.values())
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where one student's submission of one lesson, its autograded copy and its feedback are."""
+
+    submitted: Path
+    autograded: Path
+    feedback: Path
+    release: Path
+
+    @classmethod
+    def of(cls, layout: Layout, lesson: str, student: str) -> Paths:
+        return cls(layout.submitted_notebook(student, lesson), layout.autograded_notebook(student, lesson),
+                   layout.feedback_page(student, lesson), layout.release_notebook(lesson))
+
+    def up_to_date(self) -> bool:
+        """Graded and given feedback after the submission last changed."""
+        outputs = [self.autograded, self.feedback]
+        if not all(path.is_file() for path in outputs):
+            return False
+        inputs = [self.submitted, self.submitted.parent / "timestamp.txt"]
+        changed = max(path.stat().st_mtime for path in inputs if path.is_file())
+        return min(path.stat().st_mtime for path in outputs) >= changed
+
+    def remove_outputs(self) -> None:
+        """Drop a previous autograded copy and feedback, so that none outlives a failed regrade."""
+        for path in (self.autograded, self.feedback):
+            if path.parent.is_dir():
+                shutil.rmtree(path.parent)
+
+
+_lock = threading.Lock()
+
+
+def grade(job: Job) -> Result:
+    """Autograde and give feedback on one submission; never raises."""
+    start = time.monotonic()
+    with _lock:
+        try:
+            outcome = _grade(job)
+        except Exception as exc:  # one broken submission must not end the batch
+            outcome = Result(job.student, "failed", reason=f"grader error: {type(exc).__name__}: {exc}")
+    outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def _grade(job: Job) -> Result:
+    api, coursedir = _nbgrader(job.course, job.timeout, job.memory_limit)
+    paths = Paths.of(Layout.of(api.config), job.lesson, job.student)
+    release = _read(paths.release, paths.release.stat().st_mtime)
+    try:
+        flags, reason = triage.inspect_submission(triage.read_submission(paths.submitted), release,
+                                                  _other_lessons(paths.release.parent.parent, job.lesson))
+    except triage.Unreadable as exc:
+        flags, reason = [], str(exc)
+    if reason:
+        paths.remove_outputs()
+        return Result(job.student, "failed", reason=reason)
+
+    cached = not job.force and paths.up_to_date()
+    scores = _scores(coursedir, job, release) if cached else None
+    if scores is None:
+        cached = False
+        result = api.autograde(job.lesson, job.student, force=True, create=True)
+        if not result["success"]:
+            paths.remove_outputs()
+            return Result(job.student, "failed", flags=flags, reason=triage.failure_reason(result))
+        if not api.generate_feedback(job.lesson, job.student, force=True)["success"]:
+            flags.append(Flag("feedback-failed"))
+        scores = _scores(coursedir, job, release)
+        if scores is None:
+            return Result(job.student, "failed", flags=flags, reason="graded, but missing from the gradebook")
+    points, manual = scores
+    flags += triage.run_flags(nbformat.read(paths.autograded, as_version=4))
+    flags += [Flag("manual-grade", name) for name in manual]
+    return Result(job.student, "graded", scores=points, flags=flags, cached=cached)
+
+
+def _scores(coursedir: CourseDirectory, job: Job, release) -> tuple[dict[str, float | None], list[str]] | None:
+    """(points per test cell, cells nbgrader wants graded by hand) from the gradebook, or None when
+    it holds no grades for this submission."""
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+        try:
+            notebook = gradebook.find_submission_notebook(job.lesson, job.lesson, job.student)
+        except MissingEntry:
+            return None
+        grades = {grade.name: grade for grade in notebook.grades}
+        points = {name: grades[name].score if name in grades else None for name in notebook.test_points(release)}
+        return points, [name for name, grade in grades.items() if grade.needs_manual_grade]
+
+
+@cache
+def _nbgrader(course: str, timeout: int | None, memory_limit: int | None) -> tuple[NbGraderAPI, CourseDirectory]:
+    """nbgrader's API for `course`, made once per process."""
+    # A harmless SQLAlchemy notice that nbgrader 0.9 triggers whenever it regrades a submission.
+    warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session")
+    config = nbgrader_config(Path(course))
+    if timeout is not None:
+        config.Execute.timeout = timeout
+    if memory_limit is not None:
+        config.GuardedExecute.memory_limit = memory_limit
+    api = nbgrader_api(config)
+    return api, api.coursedir
+
+
+@cache
+def _read(path: Path, mtime: float) -> nbformat.NotebookNode:
+    """A released notebook, read once per version (`mtime`) per process."""
+    return nbformat.read(path, as_version=4)
+
+
+@cache
+def _other_lessons(release_root: Path, lesson: str) -> dict[str, set[str]]:
+    """The grade_ids of every other released lesson, to recognise a notebook for the wrong one."""
+    return {path.stem: set(notebook.cells_by_id(_read(path, path.stat().st_mtime)))
+            for path in sorted(release_root.glob("*/*.ipynb")) if path.stem != lesson}
+
+
+def local_pool(workers: int, log: Path | None = None) -> Executor:
+    """A process pool on this machine. On Linux, workers are forked from this process, with
+    nbgrader already imported; elsewhere (or if this process runs threads, which fork would not
+    copy safely) they fork from a server that imports it once, or start afresh where there is no
+    fork. Their stdout and stderr, and their kernels', go to `log`, away from the progress display."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform == "linux" and threading.active_count() == 1:
+        context = multiprocessing.get_context("fork")
+    elif "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["grader.grading.worker"])
+    else:
+        context = multiprocessing.get_context("spawn")
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by a fork
+        stream.flush()
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_redirect_output,
+                               initargs=(str(log) if log else None,))
+
+
+def _redirect_output(log: str | None) -> None:
+    if log is None:
+        return
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)

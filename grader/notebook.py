@@ -1,0 +1,122 @@
+"""nbgrader's cell metadata, read in one place: each cell's grade_id, role and points.
+
+Every module of the course that asks "which cell is this?" asks here, never
+`cell.metadata["nbgrader"]` itself.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Literal
+
+from nbformat import NotebookNode
+
+Kind = Literal["test", "solution", "locked", "task"]
+
+
+def meta(cell: NotebookNode) -> dict:
+    """The cell's nbgrader metadata ({} for a cell nbgrader does not know)."""
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def grade_id(cell: NotebookNode) -> str | None:
+    return meta(cell).get("grade_id") or None
+
+
+def kind(cell: NotebookNode) -> Kind | None:
+    """What the cell is to nbgrader: an autograded test, an answer, a locked cell, a task, or None."""
+    info = meta(cell)
+    if info.get("grade") and not info.get("solution"):
+        return "test"
+    if info.get("solution"):
+        return "solution"
+    if info.get("task"):
+        return "task"
+    if info.get("locked"):
+        return "locked"
+    return None
+
+
+def is_test(cell: NotebookNode) -> bool:
+    """An autograded test cell (graded, not an answer)."""
+    return cell.cell_type == "code" and kind(cell) == "test"
+
+
+def is_graded(cell: NotebookNode) -> bool:
+    """A cell that carries points: an autograded test, or an answer graded by hand."""
+    return bool(meta(cell).get("grade"))
+
+
+def is_locked(cell: NotebookNode) -> bool:
+    return bool(meta(cell).get("locked"))
+
+
+def points(cell: NotebookNode) -> float:
+    return float(meta(cell).get("points", 0))
+
+
+def cells_by_id(nb: NotebookNode) -> dict[str, NotebookNode]:
+    """grade_id -> cell, for every cell with nbgrader metadata and an id (the first one wins)."""
+    cells: dict[str, NotebookNode] = {}
+    for cell in nb.cells:
+        name = grade_id(cell)
+        if name and name not in cells:
+            cells[name] = cell
+    return cells
+
+
+def test_points(nb: NotebookNode) -> dict[str, float]:
+    """grade_id -> points of every autograded test cell, in notebook order."""
+    return {grade_id(cell): points(cell) for cell in nb.cells if is_graded(cell)}
+
+
+def solution_ids(nb: NotebookNode) -> list[str]:
+    """grade_ids of the answer cells, in notebook order."""
+    return [grade_id(cell) for cell in nb.cells if kind(cell) == "solution"]
+
+
+def lines_up(nb: NotebookNode, release: NotebookNode) -> bool:
+    """Whether `nb` has the release's cells one to one: same count and types, locked cells unedited."""
+    if len(nb.cells) != len(release.cells):
+        return False
+    return all(cell.cell_type == ref.cell_type and (not is_locked(ref) or cell.source == ref.source)
+               for cell, ref in zip(nb.cells, release.cells, strict=True))
+
+
+def restore_locked_cells(nb: NotebookNode, release: NotebookNode,
+                         same=lambda cell, original: cell.source == original.source):
+    """The cells of `nb` with every locked cell of `release` as released, as grading restores them.
+
+    Returns (cells, deleted, edited): the new cell list; grade_ids of locked cells that were
+    missing and put back; grade_ids of locked cells that differed (`same` is False) or were
+    duplicated, replaced by the original (a duplicate is dropped). A missing cell goes right after
+    the closest earlier cell of the release that is still there, or before the closest later one
+    (the rule of grader.pipeline.repair_cells, which grading uses).
+    """
+    originals = {grade_id(c): c for c in release.cells if is_locked(c) and grade_id(c)}
+    cells, seen, edited = [], set(), []
+    for cell in nb.cells:
+        name = grade_id(cell)
+        if name in originals:
+            if (name in seen or not same(cell, originals[name])) and name not in edited:
+                edited.append(name)
+            if name in seen:
+                continue
+            seen.add(name)
+            cell = copy.deepcopy(originals[name])
+        cells.append(cell)
+    order = [grade_id(c) for c in release.cells if grade_id(c)]
+    deleted = [name for name in order if name in originals and name not in seen]
+    for name in deleted:
+        cells.insert(insertion_index(cells, order, name), copy.deepcopy(originals[name]))
+    return cells, deleted, edited
+
+
+def insertion_index(cells: list[NotebookNode], order: list[str], missing: str) -> int:
+    """Where a missing cell goes back: after the closest earlier cell of `order` still in `cells`,
+    else before the closest later one, else at the end."""
+    present = {name: index for index, cell in enumerate(cells) if (name := grade_id(cell)) in order}
+    position = order.index(missing)
+    before = [present[name] for name in order[:position] if name in present]
+    after = [present[name] for name in order[position + 1:] if name in present]
+    return max(before) + 1 if before else min(after) if after else len(cells)

@@ -1,0 +1,67 @@
+"""What runs, in order, when the course releases, autogrades and gives feedback.
+
+One nbgrader preprocessor per module of this package; each function below lists a pipeline's
+steps, nbgrader's own and the course's, exactly as they run. grader/nbgrader_config.py assigns
+them, so reading this file tells you what every nbgrader command of the course does.
+"""
+
+from __future__ import annotations
+
+PIPELINE = "grader.pipeline"
+NBGRADER = "nbgrader.preprocessors"
+NBCONVERT = "nbconvert.preprocessors"
+
+
+def release_steps() -> list[str]:
+    """`generate_assignment`: the reference notebook in solutions/ becomes the student's in lessons/."""
+    return [
+        f"{PIPELINE}.strip_nbval_markers.StripNbvalMarkers",  # before nbgrader locks and checksums cells
+        f"{NBGRADER}.IncludeHeaderFooter",
+        f"{NBGRADER}.InstantiateTests",
+        f"{NBGRADER}.LockCells",
+        f"{NBGRADER}.ClearSolutions",  # answers -> `raise NotImplementedError()` stubs
+        f"{NBGRADER}.ClearOutput",
+        f"{NBGRADER}.CheckCellMetadata",
+        f"{NBGRADER}.ComputeChecksums",
+        f"{NBGRADER}.SaveCells",  # every test cell, hidden part included, into the gradebook
+        f"{NBGRADER}.ClearHiddenTests",
+        f"{NBGRADER}.ClearMarkScheme",
+        f"{NBGRADER}.ComputeChecksums",
+        f"{NBGRADER}.CheckCellMetadata",
+        f"{PIPELINE}.strip_pairing_metadata.StripPairingMetadata",
+    ]
+
+
+def sanitize_steps() -> list[str]:
+    """`autograde`, first phase: put the submission back into the shape the gradebook knows."""
+    return [
+        f"{NBGRADER}.ClearOutput",
+        f"{NBGRADER}.DeduplicateIds",
+        f"{NBGRADER}.OverwriteKernelspec",
+        f"{PIPELINE}.repair_cells.RepairCells",  # nbgrader's OverwriteCells, surviving damaged notebooks
+        f"{NBGRADER}.CheckCellMetadata",
+    ]
+
+
+def autograde_steps() -> list[str]:
+    """`autograde`, second phase: run the cells and score the test cells."""
+    return [
+        f"{PIPELINE}.inject_trusted_checks.InjectTrustedChecks",  # fresh hidden-test inputs, harness first
+        f"{PIPELINE}.guarded_execute.GuardedExecute",  # nbgrader's Execute, limited and surviving dead kernels
+        f"{NBGRADER}.IgnorePattern",
+        f"{NBCONVERT}.ClearMetadataPreprocessor",
+        f"{NBGRADER}.LimitOutput",
+        f"{PIPELINE}.verify_trusted_checks.VerifyTrustedChecks",  # the verdict, decided outside the kernel
+        f"{NBGRADER}.SaveAutoGrades",
+        f"{NBGRADER}.AssignLatePenalties",
+        f"{NBGRADER}.CheckCellMetadata",
+    ]
+
+
+def feedback_steps() -> list[str]:
+    """`generate_feedback`: the HTML page each student gets, without the hidden tests' source."""
+    return [
+        f"{NBGRADER}.GetGrades",
+        f"{NBGRADER}.ClearHiddenTests",
+        f"{NBCONVERT}.CSSHTMLHeaderPreprocessor",
+    ]

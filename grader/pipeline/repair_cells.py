@@ -1,0 +1,63 @@
+"""Autograde step, sanitising: put a damaged submission back into a shape nbgrader can grade.
+
+`RepairCells` takes the place of nbgrader's OverwriteCells (grader/pipeline). It does everything
+OverwriteCells does (restores locked cells, cell types and points from the gradebook, and puts back
+deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 fail the whole submission:
+
+- every cell lost its nbgrader metadata (the notebook was re-saved by an editor that drops it):
+  if the cells still line up one to one with the released notebook, the release's metadata is
+  put back by position; otherwise grading fails with that reason (grader.triage reports it);
+- a test cell was deleted together with the exercise cell before it: nbgrader re-inserts a
+  missing test cell right after the cell that precedes it in the source notebook, and raises a
+  KeyError when that one is missing too. Here it goes after the closest earlier exercise cell
+  that is still present, or before the closest later one (`grader.notebook.insertion_index`, which
+  the students' self-check uses too).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import OverwriteCells
+
+from grader import notebook
+
+
+class RepairCells(OverwriteCells):
+    """nbgrader's OverwriteCells, also repairing stripped metadata and runs of deleted cells."""
+
+    def preprocess(self, nb, resources):
+        self._release = self._read_release(resources["nbgrader"]["assignment"], resources["nbgrader"]["notebook"])
+        if self._release is not None and not notebook.cells_by_id(nb) and notebook.lines_up(nb, self._release):
+            self.log.warning("No nbgrader metadata in the submission: restoring it from the release by position")
+            for cell, ref in zip(nb.cells, self._release.cells, strict=True):
+                if notebook.meta(ref):
+                    cell.metadata["nbgrader"] = copy.deepcopy(notebook.meta(ref))
+        return super().preprocess(nb, resources)
+
+    def add_missing_grade_cells(self, nb, resources):
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        sources = {cell.name: cell for cell in source_nb.source_cells}
+        solutions = {cell.name for cell in source_nb.solution_cells}
+        # Notebook order of the exercise cells: the release's, or the gradebook's (nbgrader's own).
+        order = [name for name in (notebook.cells_by_id(self._release) if self._release else sources)
+                 if name in sources]
+        order += [name for name in sources if name not in order]
+        present = {notebook.grade_id(cell) for cell in nb.cells}
+        for grade_cell in sorted(source_nb.grade_cells, key=lambda cell: order.index(cell.name)):
+            if grade_cell.name in present:
+                continue
+            self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
+            cell = self.missing_cell_transform(sources[grade_cell.name], grade_cell.max_score,
+                                               is_solution=grade_cell.name in solutions)
+            nb.cells.insert(notebook.insertion_index(nb.cells, order, grade_cell.name), cell)
+            present.add(grade_cell.name)
+        return nb, resources
+
+    def _read_release(self, assignment: str, name: str):
+        coursedir = CourseDirectory(config=self.config)
+        path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / f"{name}.ipynb"
+        return nbformat.read(path, as_version=4) if path.is_file() else None

@@ -1,0 +1,1 @@
+"""The student commands: `make lab`, `make check` and `make submit`."""

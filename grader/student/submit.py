@@ -1,0 +1,90 @@
+"""Hand in a lesson: copy your notebook into submissions/, named for your instructor's grading.
+
+`make submit LESSON=<id> NAME=<your name>` (or `python -m grader submit <id> --name <name>`) first
+runs the self-check (`make check`) and prints it; if it does not pass, it warns and writes the
+file anyway, since an incomplete notebook still earns the points it earns. The file is the lesson
+notebook alone, saved as you left it (save it in JupyterLab first), under the name nbgrader's
+`zip_collect` reads from an LMS download:
+
+    submissions/<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb
+
+(`grader.course.submission_filename`; the instructor's collect step parses it with
+`grader.course.SUBMISSION_REGEXP`). The student id is your name made safe for a file name and
+an nbgrader id: accents dropped, lower case, every run of other characters one underscore
+("Zoë O'Brien" becomes `zoe_o_brien`). Use the same name for every lesson. The time is UTC, so
+that the instructor reads the same moment wherever you are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import unicodedata
+from datetime import datetime, timezone
+from pathlib import Path
+
+from grader.course import (
+    LESSONS,
+    REPO,
+    SUBMISSION_REGEXP,
+    SUBMISSION_TIME_FORMAT,
+    SUBMISSIONS,
+    select_lessons,
+    student_notebook,
+    submission_filename,
+)
+from grader.student import check
+
+
+def student_id(name: str) -> str:
+    """`name` as an nbgrader student id: lower-case ASCII letters and digits joined by underscores."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    ident = re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")
+    if not ident:
+        raise SystemExit(f"cannot make a student id from the name {name!r}: give your name in letters "
+                         "or digits, e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
+    parsed = re.fullmatch(SUBMISSION_REGEXP, submission_filename("lesson", ident, "20000101-000000"))
+    if parsed is None or parsed["student_id"] != ident:  # e.g. `alan_attempt_2` splits as student `alan`
+        raise SystemExit(f"the student id {ident!r} would be misread from the file name: "
+                         "leave out the word 'attempt', e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
+    return ident
+
+
+def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SUBMISSIONS,
+         lessons_dir: Path = LESSONS, now: datetime | None = None, timeout: int | None = None) -> Path:
+    """Self-check `lesson`, then copy its notebook to `out` under its submission name; return the path.
+
+    The notebook is `<lessons_dir>/<id>/<id>.ipynb` unless `notebook` is given. `now` (default: the
+    current time) is the submission time written into the name, in UTC.
+    """
+    [lesson] = select_lessons([lesson])
+    student = student_id(name)
+    source = Path(notebook) if notebook is not None else student_notebook(lesson, lessons_dir)
+    if not source.is_file():
+        raise SystemExit(f"no notebook at {source}: nothing to hand in")
+    [verdict] = check.main(lessons=[lesson], notebook=source, timeout=timeout)
+    if not verdict.ok:
+        print(f"\nWARNING: {lesson} does not pass its self-check (see above). Submitting it anyway; "
+              "fix it and run `make submit` again to hand in a newer version.")
+    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime(SUBMISSION_TIME_FORMAT)
+    target = Path(out) / submission_filename(lesson, student, stamp)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    try:
+        shown = target.resolve().relative_to(REPO)
+    except ValueError:
+        shown = target
+    print(f"\nwrote {shown}\nUpload this one file to your course's assignment page.")
+    return target
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lesson", help="lesson id, e.g. 03-parallel-heads")
+    parser.add_argument("--name", required=True, help="your name or the student id your instructor gave you")
+    parser.add_argument("--notebook", type=Path, help="hand in this notebook instead of lessons/<id>/<id>.ipynb")
+    parser.add_argument("--out", type=Path, default=SUBMISSIONS, help="folder to write to (default: submissions/)")
+
+
+def run(args: argparse.Namespace) -> None:
+    main(lesson=args.lesson, name=args.name, notebook=args.notebook, out=args.out)

@@ -1,0 +1,187 @@
+"""The tests' shared helpers: throw-away courses, and fixture submissions built from a release.
+
+A submission is described in `tests/fixtures/<lesson>/submissions.toml` (see the comment at the
+top of each file): which answers a student wrote, which locked cells they edited or deleted, and
+which test cells should then lose their points. Cheats (`tests/fixtures/cheats/<lesson>.toml`) use
+the same format plus `fools`. Building them from the current release, rather than storing
+notebooks, keeps the fixtures valid whenever a lesson is edited. Test modules import helpers from
+here, never from each other.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import tomllib
+
+from grader import notebook
+from grader.course import GRADEBOOK, REPO, SOLUTIONS, Layout, nbgrader_config, reference_notebook
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CHEATS = FIXTURES / "cheats"
+
+
+@dataclass(frozen=True)
+class Course:
+    """A temporary nbgrader course that releases the repository's solutions/.
+
+    Its nbgrader_config.py loads the repository's configuration and only moves the state: the
+    release, the gradebook and the submitted/autograded/feedback folders live under `root`.
+    """
+
+    root: Path
+
+    @property
+    def layout(self) -> Layout:
+        return Layout.of(nbgrader_config(self.root))
+
+    @property
+    def lessons(self) -> Path:
+        return self.root / "lessons"
+
+    @property
+    def gradebook(self) -> Path:
+        return self.root / GRADEBOOK
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.gradebook}"
+
+    def release(self, lesson: str) -> Path:
+        return self.lessons / lesson / f"{lesson}.ipynb"
+
+    def submit(self, lesson: str, submissions: dict[str, nbformat.NotebookNode]) -> None:
+        """Put each student's notebook into nbgrader's submitted folder."""
+        layout = self.layout
+        for student, nb in submissions.items():
+            path = layout.submitted_notebook(student, lesson)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, path)
+
+    def nbgrader(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+        """Run a plain `nbgrader` command in this course, as an instructor would."""
+        return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root, text=True,
+                              capture_output=True, timeout=timeout)
+
+
+def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None = None) -> Course:
+    """A course in `root` whose state is its own, with `lessons` (default: all) released into it."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa\n"
+        f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        f"c.CourseDirectory.source_directory = {str(SOLUTIONS)!r}\n"
+        f"c.CourseDirectory.db_url = 'sqlite:///{root / GRADEBOOK}?timeout=60'\n"
+        f"c.Execute.timeout = {cell_timeout}\n"
+    )
+    subprocess.run([sys.executable, "-m", "grader", "release", *(lessons or []), "--course", str(root)],
+                   check=True, capture_output=True, text=True)
+    return Course(root)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    untouched: bool = False  # hand in the release exactly as it was given out
+    answers: dict[str, str] = field(default_factory=dict)  # solution cell grade_id -> code
+    replace: dict[str, str] = field(default_factory=dict)  # locked cell grade_id -> edited source
+    delete: list[str] = field(default_factory=list)  # grade_ids of cells the student deleted
+    lost: list[str] | str = field(default_factory=list)  # test grade_ids scoring 0, or "all"
+
+
+def variants(lesson: str) -> list[Variant]:
+    path = FIXTURES / lesson / "submissions.toml"
+    if not path.is_file():
+        return []
+    spec = tomllib.loads(path.read_text())
+    return [Variant(name=name, **fields) for name, fields in spec.items()]
+
+
+def cheat_lessons() -> list[str]:
+    return sorted(p.stem for p in CHEATS.glob("*.toml"))
+
+
+def cheats(lesson: str) -> dict[str, tuple[Variant, list[str]]]:
+    """name -> (the submission, the test cells whose in-kernel verdict it fools)."""
+    spec = tomllib.loads((CHEATS / f"{lesson}.toml").read_text())
+    return {name: (Variant(name=name, **{k: v for k, v in fields.items() if k != "fools"}), fields.get("fools", []))
+            for name, fields in spec.items()}
+
+
+def strip_markers(source: str) -> str:
+    """A solution cell's code as the reference answer: the region markers removed."""
+    markers = ("### BEGIN SOLUTION", "### END SOLUTION")
+    return "\n".join(line for line in source.splitlines() if not any(m in line for m in markers))
+
+
+def reference_answers(lesson: str) -> dict[str, str]:
+    nb = nbformat.read(reference_notebook(lesson), as_version=4)
+    return {notebook.grade_id(cell): strip_markers(cell.source) for cell in nb.cells
+            if notebook.kind(cell) == "solution"}
+
+
+def build(lesson: str, release: Path, variant: Variant) -> nbformat.NotebookNode:
+    """The notebook a student following `variant` would hand in."""
+    nb = nbformat.read(release, as_version=4)
+    if variant.untouched:
+        return nb
+    answers = {**reference_answers(lesson), **variant.answers}
+    unknown = (set(variant.answers) | set(variant.replace) | set(variant.delete)) - set(notebook.cells_by_id(nb))
+    assert not unknown, f"{lesson}/{variant.name}: no cells with grade_id {sorted(unknown)}"
+    kept = []
+    for cell in nb.cells:
+        grade_id = notebook.grade_id(cell)
+        if grade_id in variant.delete:
+            continue
+        if grade_id in variant.replace:
+            cell.source = variant.replace[grade_id]
+        elif notebook.kind(cell) == "solution":
+            cell.source = answers[grade_id]
+        kept.append(cell)
+    nb.cells = kept
+    return nb
+
+
+def points_of(release: Path) -> dict[str, float]:
+    """grade_id -> points of every autograded test cell of a released notebook file."""
+    return notebook.test_points(nbformat.read(release, as_version=4))
+
+
+def expected_scores(release: Path, variant: Variant) -> dict[str, float]:
+    points = points_of(release)
+    lost = set(points) if variant.lost == "all" else set(variant.lost)
+    assert lost <= set(points), f"{variant.name}: lost names unknown test cells {sorted(lost - set(points))}"
+    return {grade_id: 0.0 if grade_id in lost else float(p) for grade_id, p in points.items()}
+
+
+def region_lines(source: str, begin: str, end: str) -> list[str]:
+    """Lines strictly between `### BEGIN x` and `### END x` markers."""
+    inside, lines = False, []
+    for line in source.splitlines():
+        if begin in line:
+            inside = True
+        elif end in line:
+            inside = False
+        elif inside:
+            lines.append(line.strip())
+    return lines
+
+
+def secret_lines(lesson: str, regions: tuple[str, ...] = ("SOLUTION", "HIDDEN TESTS")) -> set[str]:
+    """Solution and hidden-test lines of a reference notebook that appear nowhere else in it.
+
+    A line that the lesson also shows in visible cells (a closing bracket, `return out`) is not a
+    secret; every other line of reasonable length is.
+    """
+    nb = nbformat.read(reference_notebook(lesson), as_version=4)
+    secrets, visible = set(), set()
+    for cell in nb.cells:
+        hidden = [line for region in regions for line in region_lines(cell.source, f"BEGIN {region}", f"END {region}")]
+        secrets.update(hidden)
+        visible.update(line.strip() for line in cell.source.splitlines() if line.strip() not in hidden)
+    return {line for line in secrets - visible if len(line) >= 12}

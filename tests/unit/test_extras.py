@@ -1,0 +1,52 @@
+"""Optional extras: a test that needs one is skipped where it is missing, saying which and how to install it.
+
+Each extra is made missing on its own (WITHOUT_EXTRAS), so what else this machine lacks does not matter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from grader.course import EXTRAS, WITHOUT_EXTRAS, Extra
+
+# A test that needs each extra, and starts nothing when skipped.
+NEEDS = {
+    "torch": "solutions/05-pytorch-module",
+    "playwright": "tests/e2e/test_browser.py",
+    "chromium": "tests/e2e/test_browser.py",
+}
+
+
+def test_every_extra_has_a_test_that_needs_it():
+    assert set(NEEDS) == set(EXTRAS)
+
+
+def test_without_the_extras_their_tests_are_skipped_naming_each_and_its_install_command():
+    from grader.course import REPO
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"} | {WITHOUT_EXTRAS: ",".join(EXTRAS)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:xdist", *sorted(set(NEEDS.values()))],
+                          cwd=REPO, env=env, text=True, capture_output=True, timeout=300)
+    out = done.stdout
+    assert done.returncode == 0 and "passed" not in out and " skipped" in out, out + done.stderr
+    [summary] = [line for line in out.splitlines() if line.startswith("optional extras missing:")]
+    for name, extra in EXTRAS.items():
+        assert f"{name} (install: `{extra.install}`)" in out, out
+        assert f"{name} ({extra.install}): " in summary, summary
+
+
+def test_an_extra_is_missing_when_its_module_or_program_is(monkeypatch, tmp_path):
+    monkeypatch.delenv(WITHOUT_EXTRAS, raising=False)
+    assert Extra("x", "make x", modules=("no_such_module_here",)).missing() == ["no_such_module_here"]
+    assert Extra("x", "make x", modules=("json.no_such",)).missing() == ["json.no_such"]
+    assert Extra("x", "make x", modules=("json",)).missing() == []
+    program = Extra("x", "make x", program="no-such-program-here", env="X_PROGRAM")
+    assert program.missing() == ["no-such-program-here"]
+    monkeypatch.setenv("X_PROGRAM", str(tmp_path / "absent"))
+    assert program.missing() == ["no-such-program-here"]
+    monkeypatch.setenv("X_PROGRAM", sys.executable)
+    assert program.missing() == [] and program.executable() == sys.executable
+    monkeypatch.setenv(WITHOUT_EXTRAS, "y,x")
+    assert Extra("x", "make x", modules=("json",)).missing() == ["x"]

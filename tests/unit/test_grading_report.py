@@ -1,0 +1,98 @@
+"""The instructor's view of a batch: progress, grades CSV, score plot and summary (no kernels here)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from nbgrader.coursedir import CourseDirectory
+
+from grader.course import LESSONS, REPO, STATE, Layout, nbgrader_config
+from grader.grading import report
+from grader.grading.collect import Skipped
+from grader.grading.triage import Flag
+from grader.grading.worker import Result
+
+POINTS = {"test_a": 3.0, "test_b": 2.0}
+OUTCOMES = [
+    Result("zoe", "graded", scores={"test_a": 3.0, "test_b": 2.0}, seconds=3.2),
+    Result("ada", "graded", scores={"test_a": 0.0, "test_b": 2.0}, flags=[Flag("timeout", "a")], seconds=33.0),
+    Result("bob", "failed", reason="empty file"),
+    Result("cy", "graded", scores={"test_a": 3.0, "test_b": 0.0}, flags=[Flag("test-cell-missing", "test_b")],
+           cached=True),
+]
+
+
+def test_grades_csv_has_a_row_per_student_with_points_total_status_and_flags(tmp_path):
+    path = report.write_csv(tmp_path / "grades" / "lesson.csv", OUTCOMES, POINTS)
+    with path.open() as handle:
+        rows = list(csv.reader(handle))
+    assert rows == [
+        ["student", "test_a", "test_b", "total", "status", "flags"],
+        ["ada", "0", "2", "2", "graded", "timeout:a"],
+        ["bob", "", "", "", "failed", "empty file"],
+        ["cy", "3", "0", "3", "graded", "test-cell-missing:test_b"],
+        ["zoe", "3", "2", "5", "graded", ""],
+    ]
+
+
+def test_score_plot_has_a_titled_labelled_panel_per_exercise_and_the_total(tmp_path):
+    path = tmp_path / "lesson.png"
+    figure = report.plot_scores(path, OUTCOMES, POINTS, "03-parallel-heads")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "03-parallel-heads" in figure.get_suptitle() and "3 graded" in figure.get_suptitle()
+    panels = [ax for ax in figure.axes if ax.get_visible()]
+    assert [ax.get_title().split(" ")[0] for ax in panels] == ["test_a", "test_b", "total"]
+    assert all(ax.get_xlabel() == "points" and ax.get_ylabel() == "students" for ax in panels)
+    # test_a: one student of three scored 0, two full marks.
+    heights = [patch.get_height() for patch in panels[0].patches]
+    assert heights == [1, 0, 0, 2] and "67% full marks" in panels[0].get_title()
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_a_bar_on_a_terminal_and_lines_in_a_log():
+    log = io.StringIO()
+    progress = report.Progress(2, POINTS, stream=log)
+    progress.update(OUTCOMES[0])
+    progress.update(OUTCOMES[2])
+    progress.close()
+    assert log.getvalue() == "[1/2] zoe: 5/5 (3.2 s)\n[2/2] bob: failed: empty file (0.0 s)\n"
+    terminal = Terminal()
+    progress = report.Progress(4, POINTS, stream=terminal, label="lesson")
+    progress.update(OUTCOMES[0])
+    assert terminal.getvalue().count("\r") == 2 and "1/4" in terminal.getvalue() and "left" in terminal.getvalue()
+
+
+def test_summary_lists_what_needs_attention():
+    text = report.summary("lesson", OUTCOMES, [Skipped("notes.txt", "the file name does not follow x")],
+                          seconds=61.0, workers=2, files={"grades": Path("grades/lesson.csv")})
+    assert text.splitlines() == [
+        "lesson: 4 submissions in 61 s with 2 workers",
+        "  graded                   3 (1 already up to date)",
+        "  failed to grade          1",
+        "    bob: empty file",
+        "  needing manual review    1",
+        "    cy: test cell test_b was deleted; put back and run",
+        "  timed out                1",
+        "    ada: a ran past the time limit",
+        "  hit the memory limit     0",
+        "  not collected (files)    1",
+        "    notes.txt: the file name does not follow x",
+        "  grades:   grades/lesson.csv",
+    ]
+
+
+def test_everything_grading_writes_stays_in_the_git_ignored_state_folder():
+    config = nbgrader_config()
+    coursedir, layout = CourseDirectory(config=config), Layout.of(config)
+    written = [layout.submitted, layout.autograded, layout.feedback, layout.grades_csv("x").parent, layout.log("x"),
+               Path(coursedir.db_url.removeprefix("sqlite:///").split("?")[0]).resolve()]
+    state = REPO / STATE
+    assert all(path.is_relative_to(state) and not path.is_relative_to(LESSONS) for path in written), written
+    ignored = (REPO / ".gitignore").read_text().splitlines()
+    assert f"{STATE}/*" in ignored and f"!{STATE}/README.md" in ignored

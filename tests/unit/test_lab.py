@@ -1,0 +1,28 @@
+"""`make lab`: JupyterLab on lessons/ with the student configuration, as root and as anyone else."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG
+from grader.student import lab
+
+
+def test_make_lab_runs_the_course_command():
+    recipe = subprocess.run(["make", "-n", "-o", ".venv/.installed", "lab"], cwd=REPO, text=True,
+                            capture_output=True, check=True).stdout
+    assert re.search(r"python -m grader lab\b", recipe), f"`make lab` no longer runs `python -m grader lab`:\n{recipe}"
+
+
+def test_as_root_jupyterlab_is_allowed_to_start_and_otherwise_it_is_not_asked_to():
+    as_root = lab.command(as_root=True)
+    assert "--allow-root" in as_root and f"--ServerApp.root_dir={LESSONS}" in as_root
+    assert "--allow-root" not in lab.command(as_root=False)
+    assert lab.command(as_root=True, jupyter_args=["--allow-root"]).count("--allow-root") == 1
+
+
+def test_the_student_configuration_comes_first_and_no_figure_backend_is_forced():
+    env = lab.environment({"JUPYTER_CONFIG_PATH": "/elsewhere", "MPLBACKEND": "Agg"})
+    assert env["JUPYTER_CONFIG_PATH"].split(":") == [str(STUDENT_JUPYTER_CONFIG), "/elsewhere"]
+    assert "MPLBACKEND" not in env

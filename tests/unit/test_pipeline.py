@@ -1,0 +1,126 @@
+"""The pipelines: nbgrader's own steps in nbgrader's order, with the course's steps where they belong."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
+from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
+from traitlets.utils.importstring import import_item
+
+from grader import notebook, pipeline
+from grader.course import nbgrader_config
+from grader.pipeline.guarded_execute import GuardedExecute
+from grader.pipeline.inject_trusted_checks import InjectTrustedChecks
+from grader.pipeline.repair_cells import RepairCells
+from grader.pipeline.strip_nbval_markers import StripNbvalMarkers
+from grader.pipeline.strip_pairing_metadata import StripPairingMetadata
+from grader.pipeline.verify_trusted_checks import VerifyTrustedChecks
+
+
+def classes(steps: list) -> list[type]:
+    return [import_item(step) if isinstance(step, str) else step for step in steps]
+
+
+def nbgrader_default(converter, trait: str) -> list[type]:
+    return list(converter.class_traits()[trait].default())
+
+
+OURS = {StripNbvalMarkers, StripPairingMetadata, InjectTrustedChecks, VerifyTrustedChecks}
+STANDS_FOR = {RepairCells: OverwriteCells, GuardedExecute: Execute}
+
+
+@pytest.mark.parametrize(("steps", "converter", "trait", "added"), [
+    (pipeline.release_steps, GenerateAssignment, "preprocessors", []),
+    (pipeline.sanitize_steps, Autograde, "sanitize_preprocessors", []),
+    (pipeline.autograde_steps, Autograde, "autograde_preprocessors", []),
+    (pipeline.feedback_steps, GenerateFeedback, "preprocessors", [ClearHiddenTests]),
+], ids=["release", "sanitize", "autograde", "feedback"])
+def test_each_pipeline_is_nbgraders_with_the_course_steps(steps, converter, trait, added):
+    """Catches an nbgrader upgrade that changes its pipelines: every nbgrader step is still there, in order."""
+    ours = classes(steps())
+    theirs = [STANDS_FOR.get(step, step) for step in ours if step not in OURS and step not in added]
+    assert theirs == nbgrader_default(converter, trait)
+    for step, base in STANDS_FOR.items():
+        assert issubclass(step, base)
+
+
+def test_the_configuration_assigns_exactly_these_pipelines():
+    config = nbgrader_config()
+    assert config.GenerateAssignment.preprocessors == pipeline.release_steps()
+    assert config.Autograde.sanitize_preprocessors == pipeline.sanitize_steps()
+    assert config.Autograde.autograde_preprocessors == pipeline.autograde_steps()
+    assert config.GenerateFeedback.preprocessors == pipeline.feedback_steps()
+
+
+def test_the_verdict_is_decided_last_and_the_inputs_chosen_right_before_execution():
+    steps = classes(pipeline.autograde_steps())
+    assert steps[steps.index(InjectTrustedChecks) + 1] is GuardedExecute
+    assert steps[steps.index(VerifyTrustedChecks) + 1].__name__ == "SaveAutoGrades"
+
+
+def locked(grade_id: str, source: str) -> nbformat.NotebookNode:
+    return new_code_cell(source, metadata={"nbgrader": {"grade_id": grade_id, "locked": True, "grade": True,
+                                                        "points": 1, "solution": False}})
+
+
+def answer(grade_id: str) -> nbformat.NotebookNode:
+    return new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": grade_id, "solution": True, "grade": False,
+                                                         "locked": False}})
+
+
+def release() -> nbformat.NotebookNode:
+    return new_notebook(cells=[new_markdown_cell("intro"), answer("a"), locked("test_a", "check a"),
+                               answer("b"), locked("test_b", "check b")])
+
+
+@pytest.mark.parametrize(("kept", "expected"), [
+    (["intro", "a", "b", "test_b"], ["intro", "a", "test_a", "b", "test_b"]),  # after the closest earlier cell
+    (["intro", "test_b"], ["intro", "test_a", "test_b"]),  # its answer gone too: before the closest later one
+    (["intro"], ["intro", "test_a", "test_b"]),  # nothing of the lesson left: at the end, in order
+])
+def test_a_deleted_locked_cell_goes_back_where_grading_puts_it(kept, expected):
+    cells = {notebook.grade_id(c) or "intro": c for c in release().cells}
+    nb = new_notebook(cells=[cells[name] for name in kept])
+    restored, deleted, edited = notebook.restore_locked_cells(nb, release())
+    assert [notebook.grade_id(c) or "intro" for c in restored] == expected
+    assert deleted == [name for name in ("test_a", "test_b") if name not in kept] and edited == []
+
+
+def test_an_edited_or_pasted_locked_cell_is_put_back_once():
+    nb = release()
+    nb.cells[2].source = "assert True  # edited"
+    nb.cells.append(locked("test_b", "check b"))
+    restored, deleted, edited = notebook.restore_locked_cells(nb, release())
+    assert [c.source for c in restored if notebook.is_locked(c)] == ["check a", "check b"]
+    assert deleted == [] and edited == ["test_a", "test_b"]
+
+
+class FakeGradebook:
+    """The two gradebook queries RepairCells.add_missing_grade_cells makes."""
+
+    def __init__(self, nb):
+        class Cell:
+            def __init__(self, cell):
+                self.name, self.source = notebook.grade_id(cell), cell.source
+                self.cell_type, self.max_score = cell.cell_type, notebook.points(cell)
+                self.locked = notebook.is_locked(cell)
+
+        source = [Cell(c) for c in nb.cells if notebook.grade_id(c)]
+        self.notebook = type("Nb", (), {"source_cells": source, "solution_cells": [c for c in source if not c.locked],
+                                        "grade_cells": [c for c in source if c.locked]})()
+
+    def find_notebook(self, *args):
+        return self.notebook
+
+
+def test_repair_cells_restores_a_run_of_deleted_cells_where_the_self_check_does():
+    nb = new_notebook(cells=[new_markdown_cell("intro"), locked("test_b", "check b")])  # answer a and test a gone
+    repair = RepairCells()
+    repair.gradebook, repair._release = FakeGradebook(release()), release()
+    repair.notebook_id, repair.assignment_id = "n", "a"
+    repair.missing_cell_transform = lambda source, max_score, is_solution: locked(source.name, source.source)
+    repaired, _ = repair.add_missing_grade_cells(nb, {})
+    self_checked, _, _ = notebook.restore_locked_cells(nb, release())
+    assert [notebook.grade_id(c) for c in repaired.cells] == [notebook.grade_id(c) for c in self_checked]

@@ -1,0 +1,44 @@
+"""`make submit`'s student ids: every name becomes an id that survives the submission file name."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+import pytest
+from nbgrader.utils import parse_utc
+
+from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, submission_filename
+from grader.student import submit
+
+LESSON = "03-parallel-heads"
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("Ada Lovelace", "ada_lovelace"),
+    ("Zoë O'Brien", "zoe_o_brien"),
+    ("  grace__HOPPER  ", "grace_hopper"),
+    ("s1234567", "s1234567"),
+    ("Ngô Bảo Châu", "ngo_bao_chau"),
+    ("Attempt Ada", "attempt_ada"),  # the word the file-name pattern splits on, where it is harmless
+    ("ada_attempted", "ada_attempted"),
+    ("ada-lovelace@uni.example", "ada_lovelace_uni_example"),
+])
+def test_student_names_become_ids_that_survive_the_file_name(name, expected):
+    student = submit.student_id(name)
+    assert student == expected
+    stamp = datetime(2026, 11, 29, 14, 5, 30, tzinfo=timezone.utc).strftime(SUBMISSION_TIME_FORMAT)
+    match = re.fullmatch(SUBMISSION_REGEXP, submission_filename(LESSON, student, stamp))
+    assert match and match.group("student_id") == student
+    assert match.group("file_id") == f"{LESSON}.ipynb"
+    assert datetime.strptime(match.group("timestamp"), "%Y%m%d-%H%M%S") == datetime(2026, 11, 29, 14, 5, 30)
+    # nbgrader's own zip_collect reads the time the same way (it misreads YYYY-MM-DD-HH-MM-SS).
+    assert parse_utc(match.group("timestamp")).replace(tzinfo=None) == datetime(2026, 11, 29, 14, 5, 30)
+
+
+@pytest.mark.parametrize("name", ["", "   ", "!!!", "日本", "alan attempt 2", "alan_attempt_2026-01-01"])
+def test_a_name_that_cannot_be_an_unambiguous_id_is_refused_with_an_example(name):
+    with pytest.raises(SystemExit, match="NAME=ada_lovelace"):
+        submit.student_id(name)
+
+
