@@ -33,9 +33,19 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.OverwriteCells.add_missing_cells = True
 # Per-cell time limit when autograding; an infinite loop costs this once per cell that hits it.
 c.Execute.timeout = 30
-# Tracebacks show the exception and its message, not the source lines of (hidden) tests.
-c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
-c.GuardedExecute.memory_limit = 4 * 1024**3  # bytes of address space; a kernel with NumPy reserves ~1 GiB
+# Tracebacks show the exception and its message, not the source lines of (hidden) tests; no kernel
+# reads or writes IPython's history file.
+c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal", "--HistoryManager.hist_file=:memory:"]
+# ---- the sandbox and its limits, per submission (README, "What the grader trusts")
+c.GuardedExecute.sandbox = True  # `--unsafe-no-sandbox` turns it off, and every result then says so
+c.GuardedExecute.memory_limit = 4 * 1024**3  # bytes of address space per process; NumPy reserves ~1 GiB at start
+c.GuardedExecute.tree_memory_limit = 3 * 1024**3  # bytes of resident memory of the whole process tree
+c.GuardedExecute.max_processes = 64  # processes of the tree (and, with a uid of its own, threads)
+c.GuardedExecute.file_size_limit = 64 * 1024**2  # bytes of the largest file a kernel may write
+c.GuardedExecute.disk_limit = 256 * 1024**2  # bytes of each writable tmpfs: /tmp, HOME, the working directory
+c.GuardedExecute.notebook_timeout = 600  # seconds of all of a submission's cells together
+c.GuardedExecute.output_bytes_per_cell = 2 * 1024**2  # bytes of output kept per cell, as it arrives
+c.GuardedExecute.output_bytes_per_notebook = 16 * 1024**2  # and per notebook
 # One BLAS thread per kernel: parallel graders already use every core, and spinning BLAS threads
 # competing for them made the same notebook 2-4x slower.
 c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}

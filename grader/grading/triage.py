@@ -16,7 +16,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from grader import notebook
-from grader.pipeline.guarded_execute import KERNEL_DIED
+from grader.pipeline.guarded_execute import KERNEL_DIED, LIMIT_EXCEEDED, OUTPUT_CAPPED, SUBMISSION_TIMEOUT, UNSAFE
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ FLAGS = {
     "timeout": Kind("{} ran past the time limit"),
     "memory-limit": Kind("{} ran out of memory (the memory limit)"),
     "output-truncated": Kind("output of {} was truncated"),
+    "limit-exceeded": Kind("{} went over a limit of the sandbox (memory or processes); the kernel was stopped",
+                           review=True),
+    "unsafe-no-sandbox": Kind("graded without the sandbox (--unsafe-no-sandbox): the result cannot be trusted",
+                              review=True),
     "manual-grade": Kind("nbgrader asks for manual grading of {}", review=True),
     "feedback-failed": Kind("feedback could not be generated", review=True),
 }
@@ -72,8 +76,10 @@ class Flag:
 
 
 # Error outputs that say how a cell ended: nbclient's time-out, a MemoryError under the memory limit,
-# grader.pipeline.guarded_execute's dead kernel.
-ERRORS = {"CellTimeoutError": "timeout", "MemoryError": "memory-limit", KERNEL_DIED: "kernel-died"}
+# and grader.pipeline.guarded_execute's own (a dead or stopped kernel, dropped output, the notebook's
+# time limit).
+ERRORS = {"CellTimeoutError": "timeout", SUBMISSION_TIMEOUT: "timeout", "MemoryError": "memory-limit",
+          KERNEL_DIED: "kernel-died", LIMIT_EXCEEDED: "limit-exceeded", OUTPUT_CAPPED: "output-truncated"}
 
 
 class Unreadable(Exception):
@@ -129,7 +135,7 @@ def inspect_submission(nb: NotebookNode, release: NotebookNode,
 def run_flags(autograded: NotebookNode) -> list[Flag]:
     """Flags for what happened while the cells ran: time-outs, the memory limit, a dead kernel,
     truncated output."""
-    flags: list[Flag] = []
+    flags: list[Flag] = [Flag("unsafe-no-sandbox")] if autograded.metadata.get(UNSAFE) else []
     for index, cell in enumerate(autograded.cells, start=1):
         where = notebook.grade_id(cell) or f"cell {index}"
         for output in cell.get("outputs", []):

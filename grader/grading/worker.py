@@ -151,10 +151,10 @@ def _scores(coursedir: CourseDirectory, job: Job, release) -> tuple[dict[str, fl
     it holds no grades for this submission."""
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         try:
-            notebook = gradebook.find_submission_notebook(job.lesson, job.lesson, job.student)
+            submitted = gradebook.find_submission_notebook(job.lesson, job.lesson, job.student)
         except MissingEntry:
             return None
-        grades = {grade.name: grade for grade in notebook.grades}
+        grades = {grade.name: grade for grade in submitted.grades}
         points = {name: grades[name].score if name in grades else None for name in notebook.test_points(release)}
         return points, [name for name, grade in grades.items() if grade.needs_manual_grade]
 

@@ -1,88 +1,176 @@
-"""Autograde step: run a submission's cells so that no notebook can harm the grading batch.
+"""Autograde step: run a submission's cells in a sandbox, so that no notebook can harm grading.
 
-`GuardedExecute` is nbgrader's `Execute` preprocessor (nbgrader still scores every cell) with these
-additions, configured in grader/nbgrader_config.py:
+`GuardedExecute` is nbgrader's `Execute` preprocessor (nbgrader still scores every cell) with:
 
-- a memory limit: the kernel process starts with `RLIMIT_AS` set (through the `preexec_fn` that
-  jupyter_client passes on to `subprocess.Popen`), so a cell that allocates far more than the
-  machine has gets a `MemoryError` in that cell instead of starving the machine;
-- a dead kernel ends the notebook, not the submission: when `os._exit()` or a crash kills the
-  kernel, the cell that was running and every code cell after it get an error output and are not
-  run. nbgrader then scores the test cells that ran before the crash and gives 0 to the others,
-  instead of failing the whole submission;
-- environment variables for the kernel (the course sets one BLAS thread per kernel: with several
-  kernels grading at once, BLAS threads that spin-wait for a core slow every kernel down).
+- the sandbox (grader.sandbox): each kernel is a fresh process in its own bubblewrap namespaces,
+  with no network, a read-only view of the Python environment and nothing else of the machine,
+  talking to the grader over IPC sockets. Where the sandbox cannot start, grading refuses with
+  the reason; `sandbox = False` (`--unsafe-no-sandbox`) runs kernels unconfined and says so in
+  the notebook's metadata and first cell, which the feedback, CSV and summary repeat;
+- limits per submission: address space per process, resident memory and process count of the
+  kernel's whole tree, file size, the size of each writable tmpfs, time per cell (nbclient's
+  `timeout`) and per notebook, and output in bytes per cell and per notebook (kept as received,
+  so a huge output never sits in the grader's memory);
+- a kernel that dies, or ignores the interrupt after a time-out, ends the notebook, not the
+  submission: the cell that was running gets an error output and every later code cell is marked
+  as not run. nbgrader then scores the test cells that ran before and gives 0 to the others.
 """
 
 from __future__ import annotations
 
-import functools
+import json
 import os
+import time
 
 from nbclient.exceptions import DeadKernelError
-from nbclient.util import run_sync
+from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
-from nbformat.v4 import new_output
+from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, Integer
+from traitlets import Bool, Dict, Integer
 
-try:
-    import resource
-except ImportError:  # Windows: no resource limits
-    resource = None
+from grader.sandbox.bwrap import probe
+from grader.sandbox.kernel import SandboxedKernelManager
 
-# `ename` of the error outputs put in the cell that was running when the kernel died, and in the
-# cells after it; grader.grading.triage reads them back to flag the submission.
+# `ename` of the error outputs put in the cell that was running when the kernel died or was stopped,
+# and in the cells after it; grader.grading.triage reads them back to flag the submission.
 KERNEL_DIED = "KernelDied"
 NOT_RUN = "NotRun"
-
-
-def limit_address_space(limit: int) -> None:
-    """Runs in the kernel's process between fork and exec (`subprocess.Popen`'s preexec_fn)."""
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+OUTPUT_CAPPED = "OutputLimit"
+SUBMISSION_TIMEOUT = "SubmissionTimeout"
+LIMIT_EXCEEDED = "LimitExceeded"  # the watchdog killed the kernel's tree (memory or processes)
+UNSAFE = "graded_without_sandbox"  # notebook metadata key set when the sandbox was off
+INTERRUPT_GRACE = 5  # seconds a timed-out cell has to stop after the interrupt before the kernel is killed
 
 
 class GuardedExecute(Execute):
-    """nbgrader's Execute with a per-kernel memory limit, surviving a kernel that dies."""
+    """nbgrader's Execute in a sandbox, with per-submission limits, surviving a kernel that dies."""
 
-    memory_limit = Integer(
-        0, help="Bytes of address space (RLIMIT_AS) a submission's kernel may use; 0 means no limit."
-    ).tag(config=True)
+    sandbox = Bool(True, help="Run each kernel in the bubblewrap sandbox. False is unsafe: the kernel can "
+                              "then read and change grades, and the results say so.").tag(config=True)
+    memory_limit = Integer(0, help="Bytes of address space (RLIMIT_AS) of each process; 0: none.").tag(config=True)
+    tree_memory_limit = Integer(0, help="Bytes of resident memory of a submission's whole process tree "
+                                        "(sandbox only); 0: none.").tag(config=True)
+    max_processes = Integer(0, help="Processes a submission may run at once (sandbox only); 0: none.").tag(config=True)
+    file_size_limit = Integer(0, help="Bytes of the largest file a kernel may write; 0: none.").tag(config=True)
+    disk_limit = Integer(0, help="Bytes of each writable tmpfs of the sandbox; 0: no size given.").tag(config=True)
+    notebook_timeout = Integer(0, help="Seconds all of a submission's cells may take together; 0: none."
+                               ).tag(config=True)
+    output_bytes_per_cell = Integer(0, help="Bytes of output kept per cell; 0: no limit.").tag(config=True)
+    output_bytes_per_notebook = Integer(0, help="Bytes of output kept per notebook; 0: no limit.").tag(config=True)
+    kernel_env = Dict({}, help="Environment variables set for each submission's kernel.").tag(config=True)
 
-    kernel_env = Dict(
-        {}, help="Environment variables set for each submission's kernel, on top of the grader's own."
-    ).tag(config=True)
+    _stopped = ""  # why the kernel is gone ("" while it runs)
 
-    _kernel_died = False
+    def preprocess(self, nb, resources=None, km=None):
+        self._stopped, self._started = "", time.monotonic()
+        self._bytes: dict[int, int] = {}
+        self._notebook_bytes = 0
+        self._capped: set[int] = set()
+        if self.sandbox:
+            probe()  # refuses with the reason where the sandbox cannot start
+            self.kernel_manager_class = SandboxedKernelManager
+        else:
+            nb.metadata[UNSAFE] = True
+            nb.cells.insert(0, new_markdown_cell(
+                "**Graded without the sandbox** (`--unsafe-no-sandbox`): this submission's code ran with the "
+                "grader's own permissions, so its results cannot be trusted.", metadata={"deletable": False}))
+        return super().preprocess(nb, resources, km)
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        if isinstance(km, SandboxedKernelManager):
+            for limit in ("memory_limit", "tree_memory_limit", "max_processes", "file_size_limit", "disk_limit"):
+                setattr(km, limit, getattr(self, limit))
+            km.sandbox_env = dict(self.kernel_env)
+        return km
 
     async def async_start_new_kernel(self, **kwargs):
-        if self.memory_limit > 0 and resource is not None:
-            kwargs.setdefault("preexec_fn", functools.partial(limit_address_space, self.memory_limit))
-        if self.kernel_env:
-            kwargs.setdefault("env", {**os.environ, **self.kernel_env})
+        if not self.sandbox:  # unconfined: limits through rlimits on the kernel process only
+            kwargs.setdefault("preexec_fn", self._limit_unconfined)
+            if self.kernel_env:
+                kwargs.setdefault("env", {**os.environ, **self.kernel_env})
         await super().async_start_new_kernel(**kwargs)
 
     # nbclient binds the synchronous wrapper to its own coroutine: rebind it to the one above.
     start_new_kernel = run_sync(async_start_new_kernel)
 
-    def preprocess(self, nb, resources=None, km=None):
-        self._kernel_died = False
-        return super().preprocess(nb, resources, km)
+    def _limit_unconfined(self) -> None:
+        import resource
+
+        for which, value in ((resource.RLIMIT_AS, self.memory_limit), (resource.RLIMIT_FSIZE, self.file_size_limit)):
+            if value:
+                resource.setrlimit(which, (value, value))
 
     def preprocess_cell(self, cell: NotebookNode, resources, index: int):
         if cell.cell_type != "code":
             return super().preprocess_cell(cell, resources, index)
-        if self._kernel_died:
-            cell.outputs = [_error(NOT_RUN, "not run: the kernel died in an earlier cell")]
+        if not self._stopped and self.notebook_timeout and time.monotonic() - self._started > self.notebook_timeout:
+            self._stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
+            cell.outputs = [_error(SUBMISSION_TIMEOUT, self._stopped)]
+            cell.execution_count = None
+            self._stop_kernel()
+            return cell, self.resources
+        if self._stopped:
+            cell.outputs = [_error(NOT_RUN, f"not run: {self._stopped} in an earlier cell")]
             cell.execution_count = None
             return cell, self.resources
         try:
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
-            self._kernel_died = True
-            cell.outputs.append(_error(KERNEL_DIED, "the kernel died while running this cell "
-                                       "(os._exit(), a crash, or the memory limit)"))
+            killed_for = getattr(self.km, "killed_for", "")
+            if killed_for:
+                self._stopped = f"the kernel was stopped: {killed_for}"
+                cell.outputs.append(_error(LIMIT_EXCEEDED, self._stopped))
+            elif self._stopped:
+                cell.outputs.append(_error(KERNEL_DIED, self._stopped))
+            else:
+                self._stopped = "the kernel died"
+                cell.outputs.append(_error(KERNEL_DIED, "the kernel died while running this cell "
+                                           "(os._exit(), a crash, or the memory limit)"))
             return cell, self.resources
+
+    async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None):
+        """Interrupt a timed-out cell; a kernel that does not stop within INTERRUPT_GRACE is killed."""
+        reply = await super()._async_handle_timeout(timeout, cell)
+        assert self.kc is not None
+        deadline = time.monotonic() + INTERRUPT_GRACE
+        while time.monotonic() < deadline:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=0.5))
+            except Exception:  # queue.Empty, or the kernel went away
+                continue
+            if msg.get("msg_type") == "execute_reply":
+                return reply
+        self._stopped = "a cell ignored the interrupt after its time limit, and the kernel was stopped"
+        self._stop_kernel()
+        raise DeadKernelError(self._stopped)
+
+    def _stop_kernel(self) -> None:
+        kill = getattr(self.km, "kill_tree", None)
+        if kill is not None:
+            kill()
+        elif self.km is not None and self.km.has_kernel:
+            run_sync(self.km.shutdown_kernel)(now=True)
+
+    def output(self, outs, msg, display_id, cell_index):
+        """Keep an output only while the cell and the notebook are under their byte limits."""
+        if msg["msg_type"] in ("stream", "display_data", "execute_result", "error", "update_display_data"):
+            size = len(json.dumps(msg.get("content", {}), default=str))
+            cell = self._bytes.get(cell_index, 0) + size
+            over_cell = self.output_bytes_per_cell and cell > self.output_bytes_per_cell
+            over_notebook = (self.output_bytes_per_notebook
+                             and self._notebook_bytes + size > self.output_bytes_per_notebook)
+            if over_cell or over_notebook:
+                if cell_index not in self._capped:
+                    self._capped.add(cell_index)
+                    limit = (f"{self.output_bytes_per_cell} bytes per cell" if over_cell
+                             else f"{self.output_bytes_per_notebook} bytes per notebook")
+                    outs.append(_error(OUTPUT_CAPPED, f"output beyond {limit} was dropped"))
+                return None
+            self._bytes[cell_index] = cell
+            self._notebook_bytes += size
+        return super().output(outs, msg, display_id, cell_index)
 
 
 def _error(ename: str, evalue: str) -> NotebookNode:

@@ -1,0 +1,161 @@
+"""A jupyter_client kernel manager whose kernels start in a bubblewrap sandbox, with per-submission limits.
+
+`SandboxedKernelManager` is what grader.pipeline.guarded_execute gives nbclient as its
+`kernel_manager_class`. Each kernel gets:
+
+- its own run folder (mode 700) holding the connection file and the IPC sockets: the transport is
+  `ipc`, never TCP, so there is no port for anything else on the machine to reach;
+- the sandbox of grader.sandbox.bwrap;
+- rlimits set between fork and exec, inherited by everything it starts: address space per process
+  (`memory_limit`), file size (`file_size_limit`), no core files, and, when it runs as a uid of its
+  own, the number of processes (`max_processes`);
+- a watchdog in the grading process that adds up the resident memory and counts the processes of
+  the kernel's whole tree every `WATCH_INTERVAL` seconds, and kills the tree when either goes over
+  `tree_memory_limit` or `max_processes` (`killed_for` then says why);
+- when the kernel is shut down, bwrap and everything in its PID namespace are killed and the run
+  folder is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import resource
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import psutil
+from jupyter_client import AsyncKernelManager
+from jupyter_client.provisioning import LocalProvisioner
+from traitlets import Dict, Integer, Unicode
+
+from grader.sandbox.bwrap import Sandbox, real_uid_possible
+
+WATCH_INTERVAL = 0.1  # seconds between two looks at the kernel's process tree
+_uids = itertools.count(0)
+
+
+def _next_uid() -> int:
+    """A host uid for the next kernel of this process, distinct from those of other grading processes."""
+    return 200_000 + (os.getpid() % 40_000) * 20 + next(_uids) % 20
+
+
+class SandboxProvisioner(LocalProvisioner):
+    """Launches the kernel command inside the sandbox described by its SandboxedKernelManager."""
+
+    async def launch_kernel(self, cmd: list[str], **kwargs):
+        km: SandboxedKernelManager = self.parent
+        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, real_uid=km.real_uid, env=km.sandbox_env)
+        argv, fds = sandbox.command(cmd, cwd=str(kwargs.pop("cwd", "") or ""))
+        kwargs["pass_fds"] = fds
+        kwargs["cwd"] = str(km.rundir)
+        kwargs["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is set inside
+        kwargs["preexec_fn"] = km.set_limits
+        try:
+            info = await super().launch_kernel(argv, **kwargs)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        km.start_watchdog(self.process.pid)
+        return info
+
+    async def send_signal(self, signum: int) -> None:
+        if signum in (signal.SIGKILL, signal.SIGTERM):  # bwrap does not pass these on: end the whole tree
+            self.parent.kill_tree()
+            return
+        await super().send_signal(signum)
+
+    async def cleanup(self, restart: bool = False) -> None:
+        self.parent.kill_tree()
+        await super().cleanup(restart)
+        self.parent.remove_rundir()
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """An AsyncKernelManager for one sandboxed, single-use kernel."""
+
+    memory_limit = Integer(0, help="Bytes of address space (RLIMIT_AS) of each process; 0: none.").tag(config=True)
+    tree_memory_limit = Integer(0, help="Bytes of resident memory of the kernel's whole process tree; 0: none.")
+    max_processes = Integer(0, help="Processes (and threads, for RLIMIT_NPROC) the kernel's tree may have; 0: none.")
+    file_size_limit = Integer(0, help="Bytes of the largest file the kernel may write (RLIMIT_FSIZE); 0: none.")
+    disk_limit = Integer(0, help="Bytes of each writable tmpfs in the sandbox; 0: no size given.")
+    sandbox_env = Dict({}, help="Environment variables of the kernel (nothing else of the grader's reaches it).")
+    killed_for = Unicode("", help="Set when the watchdog killed the kernel: what it exceeded.")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.rundir = Path(tempfile.mkdtemp(prefix="grader-kernel-"))
+        self.real_uid = _next_uid() if real_uid_possible() else None
+        if self.real_uid is not None:
+            os.chown(self.rundir, self.real_uid, self.real_uid)
+        self.transport = "ipc"
+        self.ip = str(self.rundir / "kernel")  # ipc needs an absolute path, or kernel and client disagree
+        self.connection_file = str(self.rundir / "connection.json")
+        self._watchdog: asyncio.Task | None = None
+        self._root_pid: int | None = None
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.provisioner is None:
+            self.kernel_id = self.kernel_id or kw.pop("kernel_id", None) or os.urandom(16).hex()
+            self.provisioner = SandboxProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
+                                                  connection_info={}, parent=self)
+            # Interrupts travel as a control message: a signal to bwrap would not reach the kernel.
+            self.kernel_spec.interrupt_mode = "message"
+        cmd, kw = await super()._async_pre_start_kernel(**kw)
+        if self.real_uid is not None:  # the kernel reads its connection file as its own user
+            os.chown(self.connection_file, self.real_uid, self.real_uid)
+        return cmd, kw
+
+    def set_limits(self) -> None:
+        """Runs in the child between fork and exec; the limits hold for bwrap, the kernel and its children."""
+        limits = [(resource.RLIMIT_CORE, 0)]
+        if self.memory_limit:
+            limits.append((resource.RLIMIT_AS, self.memory_limit))
+        if self.file_size_limit:
+            limits.append((resource.RLIMIT_FSIZE, self.file_size_limit))
+        if self.max_processes and self.real_uid is not None:  # per uid: only meaningful for a uid of its own
+            limits.append((resource.RLIMIT_NPROC, self.max_processes))
+        for which, value in limits:
+            resource.setrlimit(which, (value, value))
+
+    def start_watchdog(self, pid: int) -> None:
+        self._root_pid = pid
+        if self.tree_memory_limit or self.max_processes:
+            self._watchdog = asyncio.get_event_loop().create_task(self._watch(pid))
+
+    async def _watch(self, pid: int) -> None:
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(pid)
+            while root.is_running():
+                tree = [root, *root.children(recursive=True)]
+                rss = 0
+                for process in tree:
+                    with contextlib.suppress(psutil.Error):
+                        rss += process.memory_info().rss
+                if self.tree_memory_limit and rss > self.tree_memory_limit:
+                    self.killed_for = f"the submission's processes used more than {self.tree_memory_limit} bytes"
+                elif self.max_processes and len(tree) > self.max_processes:
+                    self.killed_for = f"the submission started more than {self.max_processes} processes"
+                if self.killed_for:
+                    self.kill_tree()
+                    return
+                await asyncio.sleep(WATCH_INTERVAL)
+
+    def kill_tree(self) -> None:
+        """SIGKILL bwrap and everything under it (its PID namespace dies with it)."""
+        if self._root_pid is None:
+            return
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(self._root_pid)
+            for process in [*root.children(recursive=True), root]:
+                with contextlib.suppress(psutil.Error):
+                    process.send_signal(signal.SIGKILL)
+
+    def remove_rundir(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        shutil.rmtree(self.rundir, ignore_errors=True)
