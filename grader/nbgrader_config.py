@@ -26,6 +26,7 @@ c.GenerateAssignment.preprocessors = pipeline.release_steps()
 c.Autograde.sanitize_preprocessors = pipeline.sanitize_steps()
 c.Autograde.autograde_preprocessors = pipeline.autograde_steps()
 c.GenerateFeedback.preprocessors = pipeline.feedback_steps()
+c.GenerateFeedback.exporter_class = pipeline.feedback_exporter()
 
 # ---- settings of the steps
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
@@ -54,3 +55,7 @@ c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "O
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(?m)^\S.*:\d+: \w*Warning: "
 c.LimitOutput.max_lines = 1000  # lines of output kept per cell (nbgrader's default, made explicit)
+# Feedback: only text and images from the cells (SanitizeHTML escapes the rest), and no page over 8 MiB.
+c.SanitizeHTML.safe_output_keys = ["metadata", "text/plain", "text/latex", "application/json", "image/png",
+                                   "image/jpeg"]
+c.SafeFeedbackExporter.max_bytes = 8 * 1024**2

@@ -10,6 +10,7 @@ here, never from each other.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import tomllib
+from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import notebook
 from grader.course import GRADEBOOK, REPO, SOLUTIONS, Layout, nbgrader_config, reference_notebook
@@ -185,3 +187,70 @@ def secret_lines(lesson: str, regions: tuple[str, ...] = ("SOLUTION", "HIDDEN TE
         secrets.update(hidden)
         visible.update(line.strip() for line in cell.source.splitlines() if line.strip() not in hidden)
     return {line for line in secrets - visible if len(line) >= 12}
+
+
+# ---------------------------------------------------------------- batch tables (grading/batch.toml, hostile/)
+
+def exercise(nb, which: str) -> tuple[nbformat.NotebookNode, list[nbformat.NotebookNode]]:
+    """The first or last solution cell, and the test cells after it up to the next solution cell."""
+    solutions = [i for i, cell in enumerate(nb.cells) if notebook.kind(cell) == "solution"]
+    start = solutions[0] if which == "first" else solutions[-1]
+    end = next((i for i in solutions if i > start), len(nb.cells))
+    return nb.cells[start], [cell for cell in nb.cells[start + 1:end] if notebook.is_graded(cell)]
+
+
+def retyped(cell, cell_type: str):
+    make = {"raw": new_raw_cell, "markdown": new_markdown_cell}[cell_type]
+    return make(cell.source, metadata=cell.metadata, id=cell.get("id"))
+
+
+def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookNode:
+    """A notebook as a table of tests/fixtures/grading/batch.toml (or the hostile suite) describes it."""
+    base = spec.get("from", "reference")
+    variant = {"reference": Variant("reference"), "untouched": Variant("untouched", untouched=True),
+               "mistake": mistake(lesson)}[base]
+    nb = build(lesson, release, variant)
+    deleted = []
+    for which in ("first", "last"):
+        edits = spec.get(which, {})
+        solution, tests = exercise(nb, which)
+        if "code" in edits:
+            solution.source = edits["code"].strip()
+        if "append" in edits:
+            function = re.search(r"^def (\w+)", solution.source, re.M).group(1)
+            solution.source += "\n" + edits["append"].strip().replace("{function}", function)
+        if "test" in edits:
+            tests[0].source = edits["test"]
+        deleted += [cell for kind, cell in (("solution", solution), ("test", tests[0]))
+                    if kind in edits.get("delete", [])]
+        for key, cell in (("solution_type", solution), ("test_type", tests[0])):
+            if key in edits:
+                nb.cells[nb.cells.index(cell)] = retyped(cell, edits[key])
+    deleted = {id(cell) for cell in deleted}
+    nb.cells = [cell for cell in nb.cells if id(cell) not in deleted
+                and not (spec.get("delete_markdown") and cell.cell_type == "markdown")]
+    if spec.get("strip_metadata"):
+        for cell in nb.cells:
+            cell.metadata.pop("nbgrader", None)
+    return nb
+
+
+def mistake(lesson: str) -> Variant:
+    """The lesson's first common-mistake fixture that only changes answers."""
+    return next(v for v in variants(lesson) if isinstance(v.lost, list) and v.lost
+                and not v.replace and not v.delete)
+
+
+def batch_scores(lesson: str, release: Path, spec: dict) -> dict[str, float]:
+    """grade_id -> points a batch table's submission must score (its `lost`: none, all, first, last, mistake)."""
+    points = points_of(release)
+    lost = spec.get("lost", "none")
+    if lost == "mistake":
+        return expected_scores(release, mistake(lesson))
+    if lost in ("first", "last"):
+        lost = {notebook.grade_id(cell) for cell in exercise(nbformat.read(release, as_version=4), lost)[1]}
+    else:
+        lost = set(points) if lost == "all" else set()
+    return {grade_id: 0.0 if grade_id in lost else p for grade_id, p in points.items()}
+
+

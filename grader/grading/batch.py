@@ -7,7 +7,6 @@ import os
 import sys
 import time
 from concurrent.futures import Executor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -20,7 +19,9 @@ from grader import notebook
 from grader.course import REPO, Layout, nbgrader_config, select_lessons
 from grader.grading import report
 from grader.grading.collect import Skipped, collect
-from grader.grading.worker import Job, Result, grade, local_pool
+from grader.grading.supervisor import supervise
+from grader.grading.worker import Job, Result, grade
+from grader.sandbox.bwrap import SandboxUnavailable, probe
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Batch:
 
 def main(*, lesson: str, course: Path = REPO, source: Path | None = None, workers: int | None = None,
          force: bool = False, timeout: int | None = None, memory_limit: int | None = None,
+         unsafe_no_sandbox: bool = False, job_timeout: float | None = None,
          executor: Executor | None = None, progress: TextIO = sys.stderr, out: TextIO = sys.stdout) -> Batch:
     """Grade every submission of `lesson` and write feedback, a grades CSV and a score plot.
 
@@ -44,10 +46,16 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     downloaded from an LMS to `source` (a folder or a .zip named by nbgrader's zip_collect
     conventions; see grader/grading/collect.py). Students new to the gradebook are added.
 
-    Each submission is graded by `grader.grading.worker.grade` on `executor`: by default a pool of
-    `workers` local processes (default: one per core). Any `concurrent.futures.Executor` whose
-    workers are processes that see this course's files and gradebook can be passed instead, e.g.
-    a Dask cluster's `Client(...).get_executor()`; it is not shut down here.
+    Each submission is graded by `grader.grading.worker.grade`, each kernel in the sandbox
+    (grader.sandbox): by default in a process of its own, `workers` at a time (default: one per
+    core), each stopped after `job_timeout` seconds (default: the notebook's time limit plus five
+    minutes) so that none can hold up the batch. Any `concurrent.futures.Executor` whose workers
+    are processes that see this course's files and gradebook can be passed instead, e.g. a Dask
+    cluster's `Client(...).get_executor()`; it is not shut down here.
+
+    Where the sandbox cannot start, grading is refused with the reason, unless
+    `unsafe_no_sandbox`: kernels then run with the grader's own permissions, and the summary,
+    the CSV and every feedback page say so.
 
     A submission already graded, with feedback, since it last changed is not run again unless
     `force`. `timeout` (seconds per cell) and `memory_limit` (bytes per kernel) override the
@@ -56,6 +64,13 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     """
     [lesson] = select_lessons([lesson])
     started = time.monotonic()
+    if not unsafe_no_sandbox:
+        try:
+            probe()
+        except SandboxUnavailable as error:
+            raise SystemExit(f"cannot grade safely: {error}.\nGrading runs every submission in a sandbox; to "
+                             "grade without it anyway (the kernels can then change grades), pass "
+                             "--unsafe-no-sandbox.") from None
     config = nbgrader_config(course)
     coursedir = CourseDirectory(config=config)
     layout = Layout.of(config)
@@ -74,13 +89,18 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
         for student in collected.students:
             gradebook.update_or_create_student(student)
 
-    jobs = [Job(str(Path(course).resolve()), lesson, student, force=force, timeout=timeout, memory_limit=memory_limit)
-            for student in collected.students]
+    jobs = [Job(str(Path(course).resolve()), lesson, student, force=force, timeout=timeout, memory_limit=memory_limit,
+                sandbox=not unsafe_no_sandbox) for student in collected.students]
+    if job_timeout is None:
+        job_timeout = float(config.GuardedExecute.get("notebook_timeout", 600) or 600) + 300
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     log = layout.log(lesson)
     log.parent.mkdir(parents=True, exist_ok=True)
     bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
-    results = _run(jobs, executor, lambda: local_pool(workers, log), bar.update)
+    if executor is None:
+        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=bar.update)
+    else:
+        results = _run(jobs, executor, bar.update)
     bar.close()
 
     grades = report.write_csv(layout.grades_csv(lesson), results, points)
@@ -94,39 +114,21 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
              "feedback": layout.feedback / "<student>" / lesson,
              "log": log}
     seconds = time.monotonic() - started
-    print(report.summary(lesson, results, collected.skipped, seconds=seconds,
-                         workers=None if executor else workers, files=files), file=out, flush=True)
+    print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
+                         files=files, unsafe=unsafe_no_sandbox), file=out, flush=True)
     return Batch(lesson, results, collected.skipped, grades, plot if graded else None, seconds)
 
 
-def _run(jobs: list[Job], executor: Executor | None, make_pool, done) -> list[Result]:
-    """Grade `jobs` on `executor` (or on pools from `make_pool`), calling `done(result)` as each
-    finishes. If a local worker process dies, its unfinished jobs are retried once in a new pool."""
-    results, pending = [], jobs
-    for _ in range(2 if executor is None else 1):
-        if not pending:
-            break
-        pool = executor or make_pool()
-        broken = []
+def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:
+    """Grade `jobs` on an executor passed in (a cluster's), calling `done(result)` as each finishes."""
+    results = []
+    futures = {executor.submit(grade, job): job for job in jobs}
+    for future in as_completed(futures):
+        job = futures[future]
         try:
-            futures = {pool.submit(grade, job): job for job in pending}
-            for future in as_completed(futures):
-                job = futures[future]
-                try:
-                    result = future.result()
-                except BrokenProcessPool:
-                    broken.append(job)
-                    continue
-                except Exception as exc:  # the executor failed, not the grading
-                    result = Result(job.student, "failed", reason=f"worker failed: {type(exc).__name__}: {exc}")
-                results.append(result)
-                done(result)
-        finally:
-            if executor is None:
-                pool.shutdown(cancel_futures=True)
-        pending = broken
-    for job in pending:
-        result = Result(job.student, "failed", reason="a grading worker process died; run again to retry")
+            result = future.result()
+        except Exception as exc:  # the executor or its worker failed, not the grading
+            result = Result(job.student, "failed", reason=f"worker failed: {type(exc).__name__}: {exc}")
         results.append(result)
         done(result)
     return results
@@ -142,6 +144,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=int, help="seconds each cell may run (default: nbgrader_config.py's)")
     parser.add_argument("--memory-limit", type=float, metavar="GIB",
                         help="GiB of address space per kernel (default: nbgrader_config.py's)")
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="grade without the sandbox where it cannot start (the kernels can then change grades); "
+                             "the summary, the CSV and the feedback say so")
     parser.add_argument("--course", type=Path, default=REPO,
                         help="folder whose nbgrader_config.py to use (default: this repository)")
 
@@ -149,4 +154,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     memory = None if args.memory_limit is None else int(args.memory_limit * 1024**3)
     main(lesson=args.lesson, course=args.course, source=args.source, workers=args.workers, force=args.force,
-         timeout=args.timeout, memory_limit=memory)
+         timeout=args.timeout, memory_limit=memory, unsafe_no_sandbox=args.unsafe_no_sandbox)

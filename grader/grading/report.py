@@ -109,7 +109,7 @@ def plot_scores(path: Path, results: Sequence[Result], points: dict[str, float],
 
 
 def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], *, seconds: float,
-            workers: int | None, files: dict[str, Path]) -> str:
+            workers: int | None, files: dict[str, Path], unsafe: bool = False) -> str:
     """The end-of-batch report: graded, failed and why, needing review, timed out, not collected."""
     graded = [o for o in results if o.status == "graded"]
     failed = [o for o in results if o.status == "failed"]
@@ -118,7 +118,8 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
     memory = [o for o in graded if any(f.name == "memory-limit" for f in o.flags)]
     cached = sum(o.cached for o in graded)
     pool = f" with {workers} worker{'s' * (workers != 1)}" if workers else ""
-    lines = [f"{lesson}: {len(results)} submissions in {seconds:.0f} s{pool}",
+    lines = ["UNSAFE: graded without the sandbox (--unsafe-no-sandbox); these grades cannot be trusted"] * unsafe
+    lines += [f"{lesson}: {len(results)} submissions in {seconds:.0f} s{pool}",
              f"  graded                {len(graded):4d}" + (f" ({cached} already up to date)" if cached else "")]
 
     def section(title: str, items: Sequence[Result], explain) -> None:

@@ -6,8 +6,8 @@ grader.grading.triage). It never raises: whatever goes wrong with one submission
 its Result, so the batch carries on.
 
 `grade` and `Job` are plain picklable objects, so any `concurrent.futures.Executor` whose workers
-are processes can run them: `local_pool()` (the default: one process per core), or a cluster's,
-such as a Dask `Client(...).get_executor()`. Each process loads the course's nbgrader
+are processes can run them, such as a Dask `Client(...).get_executor()`; on this machine
+grader.grading.supervisor runs each in a process of its own. Each process loads the course's nbgrader
 configuration on its first job and reuses it. nbgrader changes the process's working directory
 while it grades, so a process grades one submission at a time (a lock enforces it when an
 executor runs several threads per process).
@@ -15,14 +15,10 @@ executor runs several threads per process).
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import shutil
-import sys
 import threading
 import time
 import warnings
-from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -48,6 +44,7 @@ class Job:
     force: bool = False  # regrade even when the grade and feedback are newer than the submission
     timeout: int | None = None  # seconds per cell (Execute.timeout); None keeps the configured value
     memory_limit: int | None = None  # bytes per kernel (GuardedExecute.memory_limit); None: configured
+    sandbox: bool = True  # False: --unsafe-no-sandbox, and the result says so
 
 
 @dataclass
@@ -115,7 +112,7 @@ def grade(job: Job) -> Result:
 
 
 def _grade(job: Job) -> Result:
-    api, coursedir = _nbgrader(job.course, job.timeout, job.memory_limit)
+    api, coursedir = prepare(job)
     paths = Paths.of(Layout.of(api.config), job.lesson, job.student)
     release = _read(paths.release, paths.release.stat().st_mtime)
     try:
@@ -159,9 +156,14 @@ def _scores(coursedir: CourseDirectory, job: Job, release) -> tuple[dict[str, fl
         return points, [name for name, grade in grades.items() if grade.needs_manual_grade]
 
 
+def prepare(job: Job) -> tuple[NbGraderAPI, CourseDirectory]:
+    """nbgrader's API configured for `job`, made once per process and settings."""
+    return _nbgrader(job.course, job.timeout, job.memory_limit, job.sandbox)
+
+
 @cache
-def _nbgrader(course: str, timeout: int | None, memory_limit: int | None) -> tuple[NbGraderAPI, CourseDirectory]:
-    """nbgrader's API for `course`, made once per process."""
+def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
+              sandbox: bool) -> tuple[NbGraderAPI, CourseDirectory]:
     # A harmless SQLAlchemy notice that nbgrader 0.9 triggers whenever it regrades a submission.
     warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session")
     config = nbgrader_config(Path(course))
@@ -169,6 +171,7 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None) -> tup
         config.Execute.timeout = timeout
     if memory_limit is not None:
         config.GuardedExecute.memory_limit = memory_limit
+    config.GuardedExecute.sandbox = sandbox
     api = nbgrader_api(config)
     return api, api.coursedir
 
@@ -184,31 +187,3 @@ def _other_lessons(release_root: Path, lesson: str) -> dict[str, set[str]]:
     """The grade_ids of every other released lesson, to recognise a notebook for the wrong one."""
     return {path.stem: set(notebook.cells_by_id(_read(path, path.stat().st_mtime)))
             for path in sorted(release_root.glob("*/*.ipynb")) if path.stem != lesson}
-
-
-def local_pool(workers: int, log: Path | None = None) -> Executor:
-    """A process pool on this machine. On Linux, workers are forked from this process, with
-    nbgrader already imported; elsewhere (or if this process runs threads, which fork would not
-    copy safely) they fork from a server that imports it once, or start afresh where there is no
-    fork. Their stdout and stderr, and their kernels', go to `log`, away from the progress display."""
-    methods = multiprocessing.get_all_start_methods()
-    if sys.platform == "linux" and threading.active_count() == 1:
-        context = multiprocessing.get_context("fork")
-    elif "forkserver" in methods:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["grader.grading.worker"])
-    else:
-        context = multiprocessing.get_context("spawn")
-    for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by a fork
-        stream.flush()
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_redirect_output,
-                               initargs=(str(log) if log else None,))
-
-
-def _redirect_output(log: str | None) -> None:
-    if log is None:
-        return
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)

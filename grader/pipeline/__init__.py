@@ -59,9 +59,18 @@ def autograde_steps() -> list[str]:
 
 
 def feedback_steps() -> list[str]:
-    """`generate_feedback`: the HTML page each student gets, without the hidden tests' source."""
+    """`generate_feedback`: the HTML page each student gets, without the hidden tests' source.
+
+    The page is written by `feedback_exporter()`, which keeps no script in it.
+    """
     return [
         f"{NBGRADER}.GetGrades",
         f"{NBGRADER}.ClearHiddenTests",
+        f"{NBCONVERT}.sanitize.SanitizeHTML",  # no script, iframe, event handler or javascript: URL from any cell
         f"{NBCONVERT}.CSSHTMLHeaderPreprocessor",
     ]
+
+
+def feedback_exporter() -> str:
+    """The exporter of `generate_feedback`: nbgrader's HTML page, with no script and a strict CSP."""
+    return f"{PIPELINE}.safe_feedback_page.SafeFeedbackExporter"

@@ -2,7 +2,7 @@
 
 `graded` grades every fixture submission (tests/fixtures/<lesson>/submissions.toml) and every cheat
 (tests/fixtures/cheats/<lesson>.toml) of every lesson in one batch, with the course's own grader
-(`grader.grading.worker.grade` on a pool of two processes), once per test session; the round trip
+(grader.grading.supervisor, two at a time), once per test session; the round trip
 and the cheat suite both read it. Under xdist every test that uses it, or the `course` it grades
 in, runs on one worker (xdist group "graded"), so it is built once.
 """
@@ -16,7 +16,8 @@ import nbformat
 import pytest
 
 from grader.course import lesson_ids, missing_extras
-from grader.grading.worker import Job, Result, grade, local_pool
+from grader.grading.supervisor import supervise
+from grader.grading.worker import Job, Result
 from tests.support import Course, build, cheat_lessons, cheats, make_course, variants
 
 CELL_TIMEOUT = 15  # seconds per cell in the shared course: an infinite-loop fixture costs this once
@@ -75,6 +76,5 @@ def graded(course, tmp_path_factory) -> Graded:
                   for lesson, students in batch.items()]
     jobs = [job for group in itertools.zip_longest(*per_lesson) for job in group if job is not None]
     log = tmp_path_factory.mktemp("graded") / "workers.log"
-    with local_pool(2, log) as pool:
-        results = {(job.lesson, job.student): result for job, result in zip(jobs, pool.map(grade, jobs), strict=True)}
-    return Graded(course, results)
+    results = supervise(jobs, workers=2, job_timeout=600, log=log)
+    return Graded(course, {(job.lesson, job.student): result for job, result in zip(jobs, results, strict=True)})

@@ -25,23 +25,11 @@ from pathlib import Path
 import nbformat
 import pytest
 import tomllib
-from nbformat.v4 import new_markdown_cell, new_raw_cell
 
-from grader import notebook
 from grader.course import SUBMISSION_TIME_FORMAT, submission_filename
 from grader.grading.batch import main as autograde
 from grader.grading.worker import Job, grade
-from tests.support import (
-    FIXTURES,
-    Course,
-    Variant,
-    build,
-    expected_scores,
-    make_course,
-    points_of,
-    secret_lines,
-    variants,
-)
+from tests.support import FIXTURES, Course, batch_scores, build_notebook, exercise, make_course, points_of, secret_lines
 
 LESSON = "03-parallel-heads"  # the model lesson; the grader itself is lesson-generic
 SPEC = FIXTURES / "grading" / "batch.toml"
@@ -51,78 +39,20 @@ MEMORY_GIB = 2  # address space per kernel: a kernel with NumPy starts at about 
 ATTEMPT = "20260115-100000"
 
 
-def exercise(nb, which: str) -> tuple[nbformat.NotebookNode, list[nbformat.NotebookNode]]:
-    """The first or last solution cell, and the test cells after it up to the next solution cell."""
-    solutions = [i for i, cell in enumerate(nb.cells) if notebook.kind(cell) == "solution"]
-    start = solutions[0] if which == "first" else solutions[-1]
-    end = next((i for i in solutions if i > start), len(nb.cells))
-    return nb.cells[start], [cell for cell in nb.cells[start + 1:end] if notebook.is_graded(cell)]
-
-
-def retyped(cell, cell_type: str):
-    make = {"raw": new_raw_cell, "markdown": new_markdown_cell}[cell_type]
-    return make(cell.source, metadata=cell.metadata, id=cell.get("id"))
-
-
-def build_notebook(release: Path, spec: dict) -> nbformat.NotebookNode:
-    base = spec.get("from", "reference")
-    variant = {"reference": Variant("reference"), "untouched": Variant("untouched", untouched=True),
-               "mistake": mistake(LESSON)}[base]
-    nb = build(LESSON, release, variant)
-    deleted = []
-    for which in ("first", "last"):
-        edits = spec.get(which, {})
-        solution, tests = exercise(nb, which)
-        if "code" in edits:
-            solution.source = edits["code"].strip()
-        if "append" in edits:
-            function = re.search(r"^def (\w+)", solution.source, re.M).group(1)
-            solution.source += "\n" + edits["append"].strip().replace("{function}", function)
-        if "test" in edits:
-            tests[0].source = edits["test"]
-        deleted += [cell for kind, cell in (("solution", solution), ("test", tests[0]))
-                    if kind in edits.get("delete", [])]
-        for key, cell in (("solution_type", solution), ("test_type", tests[0])):
-            if key in edits:
-                nb.cells[nb.cells.index(cell)] = retyped(cell, edits[key])
-    deleted = {id(cell) for cell in deleted}
-    nb.cells = [cell for cell in nb.cells if id(cell) not in deleted
-                and not (spec.get("delete_markdown") and cell.cell_type == "markdown")]
-    if spec.get("strip_metadata"):
-        for cell in nb.cells:
-            cell.metadata.pop("nbgrader", None)
-    return nb
-
-
-def mistake(lesson: str) -> Variant:
-    """The lesson's first common-mistake fixture that only changes answers."""
-    return next(v for v in variants(lesson) if isinstance(v.lost, list) and v.lost
-                and not v.replace and not v.delete)
-
-
 def download(name: str, spec: dict, release: Path) -> tuple[str, bytes]:
     """(file name, content) of one fixture file, as the LMS hands it out."""
     student = spec.get("student", name)
     if "raw" in spec:
         content = (SPEC.parent / spec["raw"]).read_bytes()
     else:
-        content = nbformat.writes(build_notebook(release, spec)).encode()
+        content = nbformat.writes(build_notebook(LESSON, release, spec)).encode()
     if "name" in spec:
         return spec["name"].format(lesson=LESSON, student=student), content
     return submission_filename(LESSON, student, spec.get("attempt", ATTEMPT)), content
 
 
 def expected(name: str, release: Path) -> dict[str, float]:
-    spec = CASES[name]
-    points = points_of(release)
-    lost = spec.get("lost", "none")
-    if lost == "mistake":
-        return expected_scores(release, mistake(LESSON))
-    if lost in ("first", "last"):
-        lost = {notebook.grade_id(cell) for cell in exercise(nbformat.read(release, as_version=4), lost)[1]}
-    else:
-        lost = set(points) if lost == "all" else set()
-    return {grade_id: 0.0 if grade_id in lost else p for grade_id, p in points.items()}
+    return batch_scores(LESSON, release, CASES[name])
 
 
 def hidden_test_lines(lesson: str) -> set[str]:
@@ -272,7 +202,7 @@ def test_rerun_regrades_only_what_changed_on_any_executor(batch, tmp_path):
         newer = tmp_path / "newer"
         newer.mkdir()
         later = submission_filename(LESSON, "untouched", "20260201-080000")
-        (newer / later).write_text(nbformat.writes(build_notebook(batch.release, {})))
+        (newer / later).write_text(nbformat.writes(build_notebook(LESSON, batch.release, {})))
         third = autograde(lesson=LESSON, course=course.root, source=newer, executor=executor,
                           progress=io.StringIO(), out=out)
         regraded = [o.student for o in third.results if o.status == "graded" and not o.cached]

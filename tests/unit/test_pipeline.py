@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
@@ -35,7 +36,7 @@ STANDS_FOR = {RepairCells: OverwriteCells, GuardedExecute: Execute}
     (pipeline.release_steps, GenerateAssignment, "preprocessors", []),
     (pipeline.sanitize_steps, Autograde, "sanitize_preprocessors", []),
     (pipeline.autograde_steps, Autograde, "autograde_preprocessors", []),
-    (pipeline.feedback_steps, GenerateFeedback, "preprocessors", [ClearHiddenTests]),
+    (pipeline.feedback_steps, GenerateFeedback, "preprocessors", [ClearHiddenTests, SanitizeHTML]),
 ], ids=["release", "sanitize", "autograde", "feedback"])
 def test_each_pipeline_is_nbgraders_with_the_course_steps(steps, converter, trait, added):
     """Catches an nbgrader upgrade that changes its pipelines: every nbgrader step is still there, in order."""
@@ -52,6 +53,7 @@ def test_the_configuration_assigns_exactly_these_pipelines():
     assert config.Autograde.sanitize_preprocessors == pipeline.sanitize_steps()
     assert config.Autograde.autograde_preprocessors == pipeline.autograde_steps()
     assert config.GenerateFeedback.preprocessors == pipeline.feedback_steps()
+    assert config.GenerateFeedback.exporter_class == pipeline.feedback_exporter()
 
 
 def test_the_verdict_is_decided_last_and_the_inputs_chosen_right_before_execution():
@@ -124,3 +126,30 @@ def test_repair_cells_restores_a_run_of_deleted_cells_where_the_self_check_does(
     repaired, _ = repair.add_missing_grade_cells(nb, {})
     self_checked, _, _ = notebook.restore_locked_cells(nb, release())
     assert [notebook.grade_id(c) for c in repaired.cells] == [notebook.grade_id(c) for c in self_checked]
+
+
+def test_a_feedback_page_keeps_no_script_and_carries_a_strict_policy():
+    from grader.pipeline.safe_feedback_page import CSP, harden
+
+    page = ('<html><head><script src="https://cdn.example/mathjax.js"></script></head><body><p>ok</p>'
+            "<SCRIPT type='text/x-mathjax-config'>MathJax.Hub.Config({})</SCRIPT><a href='javascript:alert(2)'>a</a>"
+            "<img src=x onerror=alert(3) alt=i><iframe src='https://example.com'></iframe><script>alert(1)")
+    safe = harden(page)
+    assert "<script" not in safe.lower() and "alert(1)" not in safe and "<p>ok</p>" in safe
+    assert "javascript:" not in safe and "onerror" not in safe and "<iframe" not in safe and "alt=i" in safe
+    assert safe.index(CSP) < safe.index("<body>") and "default-src 'none'" in CSP
+    assert "was not kept" in harden("<html><head></head><body>" + "x" * 5000 + "</body></html>", max_bytes=1000)
+
+
+def test_cell_contents_are_sanitised_for_feedback():
+    cell = new_code_cell("x", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/html": "<b onmouseover='alert(1)'>hi</b><iframe src='x'></iframe>",
+                              "application/javascript": "alert(1)", "text/plain": "hi"})])
+    markdown = new_markdown_cell("<script>alert(1)</script> [x](javascript:alert(1)) <img src=x onerror=alert(1)>")
+    nb = new_notebook(cells=[cell, markdown])
+    config = nbgrader_config()
+    sanitise = SanitizeHTML(config=config)
+    nb, _ = sanitise.preprocess(nb, {})
+    text = nbformat.writes(nb).lower()
+    assert "application/javascript" not in text and "onmouseover=" not in text and "<iframe" not in text
+    assert "<script>" not in text and "<img" not in text  # escaped: shown as text, never as a tag

@@ -1,0 +1,83 @@
+"""Run grading jobs on this machine so that no submission can cost more than its own grade.
+
+Each job runs in a process of its own, forked from this one (nbgrader already imported), at most
+`workers` at a time. The parent keeps a wall-clock limit per job: a job that hangs past it is
+killed, with its kernel (bwrap's `--die-with-parent`), and reported as failed; a process that dies
+without a result costs only its job. The other jobs carry on, so a re-run meets the same limits.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from grader.grading.worker import Job, Result, grade, prepare
+
+POLL = 0.5  # seconds between two looks at the running jobs
+
+
+def _context():
+    if sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _child(job: Job, conn: Connection, log: str | None) -> None:
+    if log:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+    conn.send(grade(job))
+    conn.close()
+
+
+def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | None = None,
+              done: Callable[[Result], None] = lambda result: None) -> list[Result]:
+    """Grade `jobs`, each in its own process, `workers` at a time; call `done(result)` as each ends.
+
+    Returns one Result per job, in the order of `jobs`.
+    """
+    context = _context()
+    if jobs and context.get_start_method() == "fork":
+        prepare(jobs[0])  # nbgrader's API made once here, inherited by every forked job
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by a fork
+        stream.flush()
+    pending, running, results = list(enumerate(jobs)), {}, [None] * len(jobs)
+    while pending or running:
+        while pending and len(running) < workers:
+            index, job = pending.pop(0)
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(job, send, str(log) if log else None), daemon=True)
+            process.start()
+            send.close()
+            running[process.sentinel] = (index, job, process, receive, time.monotonic() + job_timeout)
+        ready = wait([*running, *(entry[3] for entry in running.values())], timeout=POLL)
+        for sentinel, (index, job, process, receive, deadline) in list(running.items()):
+            result = None
+            if receive in ready or sentinel in ready:
+                try:
+                    result = receive.recv() if receive.poll() else None
+                except (EOFError, OSError):
+                    result = None
+                process.join(timeout=5)
+                if result is None:
+                    code = process.exitcode
+                    result = Result(job.student, "failed", reason=f"its grading process died (exit code {code}); "
+                                                                 "no other submission was affected")
+            elif time.monotonic() > deadline:
+                process.kill()
+                process.join()
+                result = Result(job.student, "failed", reason=f"grading took longer than {job_timeout:.0f} s and "
+                                                              "was stopped")
+            if result is not None:
+                receive.close()
+                del running[sentinel]
+                results[index] = result
+                done(result)
+    return results

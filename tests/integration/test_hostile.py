@@ -1,0 +1,172 @@
+"""The hostile suite: attacks on the grader, graded in one batch next to honest submissions.
+
+tests/fixtures/hostile/03-parallel-heads.toml holds the attacks (see its header). Secrets are
+planted where an attacker would look: a file in the course's grading state and one in its root,
+one in the host's /tmp, a variable in the grader's environment, and a value in an honest
+classmate's notebook. `python -m grader autograde` grades everything in one run, as an instructor
+would, with HOME moved to a folder of the test's own. Then nothing may show that an attack
+worked: the checks below read the grades, every output of every notebook, every feedback page,
+the files an attack tried to write, and the process table.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import secrets
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+import tomllib
+
+from grader.course import REPO, submission_filename
+from tests.support import FIXTURES, Course, batch_scores, build_notebook, make_course, points_of
+
+LESSON = "03-parallel-heads"
+SPEC = FIXTURES / "hostile" / f"{LESSON}.toml"
+CELL_TIMEOUT = 10  # seconds per cell: the attacks that hang cost this
+ATTEMPT = "20260115-100000"
+
+
+@dataclass
+class Hostile:
+    course: Course
+    run: subprocess.CompletedProcess
+    rows: dict[str, dict[str, str]]
+    cases: dict[str, dict]
+    token: str
+    secrets: dict[str, str]  # where -> secret value
+    home: Path
+    before: dict[str, str]  # file -> sha256, of the files no submission may change
+
+    def notebook(self, student: str) -> nbformat.NotebookNode:
+        return nbformat.read(self.course.layout.autograded_notebook(student, LESSON), as_version=4)
+
+    def outputs(self, student: str) -> str:
+        """Every output of the student's autograded notebook, as text."""
+        return "\n".join(nbformat.writes(nbformat.from_dict({"outputs": cell.get("outputs", [])}))
+                         for cell in self.notebook(student).cells)
+
+
+def fill(text: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "absent"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> Hostile:
+    root = tmp_path_factory.mktemp("hostile")
+    course = make_course(root / "course", cell_timeout=CELL_TIMEOUT, lessons=[LESSON])
+    home = root / "home"
+    home.mkdir()
+    token = secrets.token_hex(8)
+    planted = {where: f"SECRET-{where}-{secrets.token_hex(8)}" for where in ("state", "root", "tmp", "env", "home",
+                                                                             "honest")}
+    state = course.layout.state
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "canary.txt").write_text(planted["state"])
+    (course.root / "canary.txt").write_text(planted["root"])
+    (home / "secret.txt").write_text(planted["home"])
+    tmp_canary = Path(f"/tmp/hostile-canary-{token}.txt")
+    tmp_canary.write_text(planted["tmp"])
+    values = {"token": token, "course": str(course.root), "state": str(state), "home": str(home), "repo": str(REPO),
+              "tmp_canary": str(tmp_canary), "honest_secret": planted["honest"]}
+    cases = tomllib.loads(fill(SPEC.read_text(), values))
+    release = course.release(LESSON)
+    archive = root / "download.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for name, spec in cases.items():
+            handle.writestr(submission_filename(LESSON, name, ATTEMPT),
+                            nbformat.writes(build_notebook(LESSON, release, spec)))
+    guarded = [course.root / "nbgrader_config.py", REPO / "nbgrader_config.py", REPO / "grader" / "nbgrader_config.py",
+               REPO / "grader" / "pipeline" / "__init__.py"]
+    before = {str(path): digest(path) for path in guarded}
+    env = {**os.environ, "HOME": str(home), "HOSTILE_ENV_SECRET": planted["env"]}
+    try:
+        run = subprocess.run([sys.executable, "-m", "grader", "autograde", LESSON, "--course", str(course.root),
+                              "--source", str(archive), "--workers", "2", "--timeout", str(CELL_TIMEOUT)],
+                             capture_output=True, text=True, timeout=1500, env=env)
+    finally:
+        tmp_canary.unlink(missing_ok=True)
+    with course.layout.grades_csv(LESSON).open() as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    return Hostile(course, run, rows, cases, token, planted, home, before)
+
+
+def test_the_batch_finished_and_graded_everyone(hostile):
+    assert hostile.run.returncode == 0, hostile.run.stdout + hostile.run.stderr[-3000:]
+    assert set(hostile.rows) == set(hostile.cases), hostile.run.stdout
+    assert all(row["status"] == "graded" for row in hostile.rows.values()), hostile.run.stdout
+
+
+def test_every_honest_student_has_their_exact_score_and_no_attack_gained_anything(hostile):
+    release = hostile.course.release(LESSON)
+    wrong = {}
+    for name, spec in hostile.cases.items():
+        row = hostile.rows[name]
+        got = {grade_id: float(row[grade_id]) for grade_id in points_of(release)}
+        if got != batch_scores(LESSON, release, spec):
+            wrong[name] = (got, row["flags"])
+        missing = [flag for flag in spec.get("flags", []) if flag not in row["flags"]]
+        assert not missing, f"{name}: expected flags {missing} in {row['flags']!r}"
+    assert not wrong, wrong
+
+
+def test_no_secret_reached_any_output_or_feedback(hostile):
+    leaks = []
+    for name in hostile.cases:
+        text = hostile.outputs(name)
+        page = hostile.course.layout.feedback_page(name, LESSON)
+        text += page.read_text() if page.is_file() else ""
+        for where, value in hostile.secrets.items():
+            if value in text and not (where == "honest" and name == "honest_secret_holder"):
+                leaks.append(f"{name} obtained the {where} secret")
+        for proof in (f"found {hostile.token} in memory", f"{hostile.token}-network", "reached /tmp"):
+            if proof in text:
+                leaks.append(f"{name}: {proof}")
+    assert not leaks, leaks
+
+
+def test_nothing_outside_the_sandbox_was_written(hostile):
+    layout = hostile.course.layout
+    after = {path: digest(Path(path)) for path in hostile.before}
+    assert after == hostile.before, "configuration or course code changed"
+    marks = [p for p in (*REPO.rglob(f"PWNED-{hostile.token}*"), *Path("/tmp").glob(f"PWNED-{hostile.token}*"),
+                         *Path("/dev/shm").glob(f"PWNED-{hostile.token}*"), *hostile.home.rglob("*pwn*"))]
+    assert not marks, marks
+    csv_text = layout.grades_csv(LESSON).read_text()
+    assert "PWNED" not in csv_text and "999" not in csv_text
+    for name in hostile.cases:  # every feedback page is the grader's, not an attacker's
+        page = layout.feedback_page(name, LESSON)
+        assert page.is_file() and "PWNED" not in page.read_text().split("</style>")[0], name
+    honest = nbformat.read(layout.submitted_notebook("honest_reference", LESSON), as_version=4)
+    assert "PWNED" not in nbformat.writes(honest)
+
+
+def test_no_process_of_any_submission_is_left(hostile):
+    left = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if hostile.token in cmdline or "grader-kernel-" in cmdline:
+            left.append((process.info["pid"], cmdline[:200]))
+    assert not left, left
+
+
+def test_feedback_carries_no_active_content(hostile):
+    for name in hostile.cases:
+        page = hostile.course.layout.feedback_page(name, LESSON).read_text().lower()
+        for active in ("<script", "javascript:", "<iframe", " onerror=", " onload=", "application/javascript"):
+            assert active not in page, f"{name}'s feedback holds {active!r}"
+        assert "content-security-policy" in page, f"{name}'s feedback has no Content-Security-Policy"
