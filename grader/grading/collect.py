@@ -1,4 +1,4 @@
-"""Gather a lesson's submissions into nbgrader's submitted layout.
+"""Gather a lesson's submissions into nbgrader's submitted layout, trusting no file name blindly.
 
 Submissions arrive in one of two ways:
 
@@ -8,26 +8,45 @@ Submissions arrive in one of two ways:
   nbgrader's zip_collect conventions (`grader.course.SUBMISSION_REGEXP`), as students' `make
   submit` names them: `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`.
 
-Downloaded notebooks are copied into the submitted layout with the attempt's time in
-`timestamp.txt` (which nbgrader reads); a student's latest attempt wins. A file that cannot be
-attributed to a student of this lesson is not collected, and the reason is reported.
+The student id in a name is normalised (Unicode NFKC, case-folded) and must then be ASCII letters,
+digits and underscores, at most MAX_ID characters: `Ada` and `ada` are one student, and a
+look-alike in another script is refused rather than made a new student. Times are parsed, never
+compared as text. A downloaded attempt is copied with its time in `timestamp.txt` (which nbgrader
+reads) and the file it came from in `collected_from.txt`. Nothing is chosen silently:
+
+- of several attempts of one student, the latest is collected and the others are listed;
+- a time in the future, two files with the same student and time, links, and zip entries over
+  MAX_ENTRY bytes or MAX_RATIO times their compressed size are not collected, with the reason;
+- an attempt that replaces one collected earlier from a file of another name is collected and
+  listed for review.
+
+A file that cannot be read or stored is "not collected" with the reason; none stops the batch.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import unicodedata
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
 
+MAX_ID = 64  # characters of a student id
+MAX_ENTRY = 64 * 1024**2  # bytes of one downloaded notebook
+MAX_RATIO = 200  # how many times its compressed size a zip entry may expand to
+CLOCK_SKEW = timedelta(minutes=10)  # how far in the future a submission time may be
+SAFE_ID = re.compile(r"[a-z0-9_]+")
+
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file that was not collected, and why."""
+    """A file that was not collected (or was, but needs a look), and why."""
 
     file: str
     reason: str
@@ -36,36 +55,28 @@ class Skipped:
 @dataclass
 class Collected:
     students: list[str]  # every student with a submission of the lesson, sorted
-    skipped: list[Skipped] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # files not collected, with the reason
+    review: list[Skipped] = field(default_factory=list)  # files collected, or passed over, that need a look
     copied: int = 0  # downloaded notebooks new or changed since the last collection
     superseded: int = 0  # older attempts of a student who submitted again
 
 
-def collect(lesson: str, submitted: Path, source: Path | None = None) -> Collected:
-    """Copy the downloads in `source` (a folder or .zip, if given) into `submitted`, then list the
-    lesson's submissions found there."""
-    skipped, copied, superseded = [], 0, 0
-    if source is not None:
-        latest: dict[str, tuple[str, str, bytes]] = {}
-        for name, read in _downloads(source):
-            attempt = parse_name(name, lesson)
-            if isinstance(attempt, Skipped):
-                skipped.append(attempt)
-                continue
-            student, timestamp = attempt
-            if student in latest:
-                superseded += 1
-                if latest[student][0] >= timestamp:
-                    continue
-            latest[student] = (timestamp, name, read())
-        for student, (timestamp, _, content) in sorted(latest.items()):
-            copied += _store(submitted / student / lesson, lesson, timestamp, content)
-    students, misplaced = _submitted(submitted, lesson)
-    return Collected(students, skipped + misplaced, copied, superseded)
+@dataclass(frozen=True)
+class Attempt:
+    student: str
+    when: datetime
+    file: str
+    read: Callable[[], bytes]
 
 
-def parse_name(name: str, lesson: str) -> tuple[str, str] | Skipped:
-    """(student, timestamp) from a downloaded file's name, or why the file is not collected."""
+def student_id(raw: str) -> str | None:
+    """The normalised id of `raw` (NFKC, case-folded), or None when it is not a safe id."""
+    ident = unicodedata.normalize("NFKC", raw).casefold()
+    return ident if SAFE_ID.fullmatch(ident) and len(ident) <= MAX_ID else None
+
+
+def parse_name(name: str, lesson: str, *, now: datetime | None = None) -> tuple[str, datetime] | Skipped:
+    """(student, time of the attempt, in UTC) from a downloaded file's name, or why it is not collected."""
     expected = f"{lesson}_<student>_attempt_<YYYYMMDD-HHMMSS>_{lesson}.ipynb"
     match = re.fullmatch(SUBMISSION_REGEXP, name)
     if match is None or not name.endswith(".ipynb"):
@@ -74,40 +85,118 @@ def parse_name(name: str, lesson: str) -> tuple[str, str] | Skipped:
     if other != lesson or match["file_id"] != f"{lesson}.ipynb":
         return Skipped(name, f"a submission for {other}, not {lesson}")
     try:
-        datetime.strptime(match["timestamp"], SUBMISSION_TIME_FORMAT)
+        when = datetime.strptime(match["timestamp"], SUBMISSION_TIME_FORMAT).replace(tzinfo=timezone.utc)
     except ValueError:
         return Skipped(name, f"the time in the file name is not YYYYMMDD-HHMMSS: {match['timestamp']}")
-    return match["student_id"], match["timestamp"]
+    if when > (now or datetime.now(timezone.utc)) + CLOCK_SKEW:
+        return Skipped(name, f"its time {match['timestamp']} is in the future")
+    student = student_id(match["student_id"])
+    if student is None:
+        return Skipped(name, f"the student id must be at most {MAX_ID} ASCII letters, digits or underscores")
+    return student, when
 
 
-def _downloads(source: Path) -> Iterator[tuple[str, Callable[[], bytes]]]:
-    """(file name, function returning its bytes) for every file of a folder or .zip."""
+def collect(lesson: str, submitted: Path, source: Path | None = None, *, now: datetime | None = None) -> Collected:
+    """Copy the downloads in `source` (a folder or .zip, if given) into `submitted`, then list the
+    lesson's submissions found there."""
+    result = Collected([])
+    if source is not None:
+        attempts: dict[str, list[Attempt]] = {}
+        for name, read in _downloads(source, result.skipped):
+            parsed = parse_name(name, lesson, now=now)
+            if isinstance(parsed, Skipped):
+                result.skipped.append(parsed)
+            else:
+                attempts.setdefault(parsed[0], []).append(Attempt(parsed[0], parsed[1], name, read))
+        for student, tries in sorted(attempts.items()):
+            _collect_student(submitted / student / lesson, lesson, tries, result)
+    students, misplaced = _submitted(submitted, lesson)
+    result.students, result.skipped = students, result.skipped + misplaced
+    return result
+
+
+def _collect_student(folder: Path, lesson: str, tries: list[Attempt], result: Collected) -> None:
+    tries = sorted(tries, key=lambda a: a.when)
+    latest = tries[-1]
+    tied = [a for a in tries if a.when == latest.when]
+    if len(tied) > 1:
+        result.skipped += [Skipped(a.file, f"{len(tied)} files claim student {a.student} at the same time; "
+                                           "none was chosen") for a in tied]
+        return
+    for older in tries[:-1]:
+        result.superseded += 1
+        result.review.append(Skipped(older.file, f"an older attempt of {older.student}: {latest.file} was collected"))
+    try:
+        content = latest.read()
+        earlier = folder / "collected_from.txt"
+        if earlier.is_file() and earlier.read_text().splitlines()[0] not in (latest.file, ""):
+            result.review.append(Skipped(latest.file, f"replaces {latest.student}'s attempt collected earlier from "
+                                                      f"{earlier.read_text().splitlines()[0]}"))
+        result.copied += _store(folder, lesson, latest, content)
+    except (OSError, ValueError) as error:
+        result.skipped.append(Skipped(latest.file, f"could not be collected: {type(error).__name__}: {error}"))
+
+
+def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Callable[[], bytes]]]:
+    """(file name, function returning its bytes) for every acceptable file of a folder or .zip."""
     def hidden(parts: tuple[str, ...]) -> bool:  # .DS_Store, __MACOSX/ and the like
         return any(part.startswith((".", "__MACOSX")) for part in parts)
 
     if source.is_dir():
-        for path in sorted(p for p in source.rglob("*") if p.is_file()):
-            if not hidden(path.relative_to(source).parts):
-                yield path.name, path.read_bytes
+        for path in sorted(source.rglob("*")):
+            relative = path.relative_to(source)
+            if hidden(relative.parts):
+                continue
+            if path.is_symlink():
+                skipped.append(Skipped(str(relative), "a link, not a file: not followed"))
+            elif path.is_file() and any(parent.is_symlink() for parent in relative.parents if str(parent) != "."):
+                skipped.append(Skipped(str(relative), "inside a linked folder: not followed"))
+            elif path.is_file():
+                if path.stat().st_size > MAX_ENTRY:
+                    skipped.append(Skipped(path.name, f"larger than {MAX_ENTRY} bytes"))
+                else:
+                    yield path.name, lambda path=path: _read_capped(path.open("rb"))
     elif zipfile.is_zipfile(source):
-        with zipfile.ZipFile(source) as archive:
-            for info in sorted(archive.infolist(), key=lambda i: i.filename):
-                parts = tuple(info.filename.split("/"))
-                if not info.is_dir() and not hidden(parts):
-                    yield parts[-1], lambda info=info: archive.read(info)
+        archive = zipfile.ZipFile(source)
+        counts = Counter(info.filename for info in archive.infolist())
+        for name in sorted(name for name, count in counts.items() if count > 1):
+            skipped.append(Skipped(name, f"the .zip holds {counts[name]} entries of this name; none was chosen"))
+        for info in sorted(archive.infolist(), key=lambda i: i.filename):
+            parts = tuple(info.filename.split("/"))
+            if info.is_dir() or hidden(parts) or counts[info.filename] > 1:
+                continue
+            if (info.external_attr >> 16) & 0o170000 == 0o120000:
+                skipped.append(Skipped(info.filename, "a link, not a file: not followed"))
+            elif info.file_size > MAX_ENTRY:
+                skipped.append(Skipped(parts[-1], f"larger than {MAX_ENTRY} bytes"))
+            elif info.compress_size and info.file_size > MAX_RATIO * info.compress_size:
+                skipped.append(Skipped(parts[-1], f"expands to over {MAX_RATIO} times its compressed size"))
+            else:
+                yield parts[-1], lambda info=info: _read_capped(archive.open(info))
     else:
         raise SystemExit(f"{source}: not a folder or a .zip of downloaded submissions")
 
 
-def _store(folder: Path, lesson: str, timestamp: str, content: bytes) -> bool:
-    """Write one submission and its timestamp.txt; False when it was already there unchanged."""
-    notebook, stamp = folder / f"{lesson}.ipynb", folder / "timestamp.txt"
-    when = datetime.strptime(timestamp, SUBMISSION_TIME_FORMAT).strftime("%Y-%m-%d %H:%M:%S UTC")
+def _read_capped(handle) -> bytes:
+    """The stream's bytes, refusing more than MAX_ENTRY whatever its header said."""
+    with handle:
+        data = handle.read(MAX_ENTRY + 1)
+    if len(data) > MAX_ENTRY:
+        raise ValueError(f"larger than {MAX_ENTRY} bytes")
+    return data
+
+
+def _store(folder: Path, lesson: str, attempt: Attempt, content: bytes) -> bool:
+    """Write one submission, its timestamp.txt and collected_from.txt; False when already there unchanged."""
+    notebook, stamp, origin = folder / f"{lesson}.ipynb", folder / "timestamp.txt", folder / "collected_from.txt"
+    when = attempt.when.strftime("%Y-%m-%d %H:%M:%S UTC")
+    record = f"{attempt.file}\n{hashlib.sha256(content).hexdigest()}\n"
     if notebook.is_file() and notebook.read_bytes() == content and stamp.is_file() and stamp.read_text() == when:
         return False
     folder.mkdir(parents=True, exist_ok=True)
     notebook.write_bytes(content)
     stamp.write_text(when)
+    origin.write_text(record)
     return True
 
 
@@ -115,7 +204,9 @@ def _submitted(submitted: Path, lesson: str) -> tuple[list[str], list[Skipped]]:
     """Students with `<student>/<lesson>/<lesson>.ipynb`, and folders holding some other notebook."""
     students, misplaced = [], []
     for folder in sorted(submitted.glob(f"*/{lesson}")):
-        if (folder / f"{lesson}.ipynb").is_file():
+        if folder.parent.is_symlink() or folder.is_symlink():
+            misplaced.append(Skipped(str(folder), "a link in the submitted folder: not followed"))
+        elif (folder / f"{lesson}.ipynb").is_file():
             students.append(folder.parent.name)
         elif others := sorted(p.name for p in folder.glob("*.ipynb")):
             misplaced.append(Skipped(str(folder / others[0]),

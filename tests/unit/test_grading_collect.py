@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from nbgrader.utils import parse_utc
 
 from grader.course import submission_filename
-from grader.grading.collect import Skipped, collect, parse_name
+from grader.grading.collect import MAX_ENTRY, Skipped, collect, parse_name, student_id
 
 LESSON = "03-parallel-heads"
 
 
+NOW = datetime(2026, 12, 15, 12, 0, tzinfo=timezone.utc)
+
+
 def test_file_names_follow_the_shared_submission_pattern():
-    assert parse_name(submission_filename(LESSON, "ada_lovelace", "20261129-140500"), LESSON) == (
-        "ada_lovelace", "20261129-140500")
+    assert parse_name(submission_filename(LESSON, "ada_lovelace", "20261129-140500"), LESSON, now=NOW) == (
+        "ada_lovelace", datetime(2026, 11, 29, 14, 5, tzinfo=timezone.utc))
 
 
 @pytest.mark.parametrize(("name", "reason"), [
@@ -26,9 +31,13 @@ def test_file_names_follow_the_shared_submission_pattern():
     ("02-scaling_ada_attempt_20261129-140500_02-scaling.ipynb", "a submission for 02-scaling"),
     (f"{LESSON}_ada_attempt_20261129-140500_02-scaling.ipynb", "a submission for"),
     (f"{LESSON}_ada_attempt_20261340-140500_{LESSON}.ipynb", "not YYYYMMDD-HHMMSS"),
+    (f"{LESSON}_ada_attempt_20270101-000000_{LESSON}.ipynb", "in the future"),
+    (f"{LESSON}_{'a' * 65}_attempt_20261129-140500_{LESSON}.ipynb", "at most 64"),
+    (f"{LESSON}_{'a' * 5000}_attempt_20261129-140500_{LESSON}.ipynb", "at most 64"),
+    (f"{LESSON}_аda_attempt_20261129-140500_{LESSON}.ipynb", "ASCII"),  # a Cyrillic а: a look-alike of ada
 ])
 def test_names_that_cannot_be_attributed_are_reported(name, reason):
-    skipped = parse_name(name, LESSON)
+    skipped = parse_name(name, LESSON, now=NOW)
     assert isinstance(skipped, Skipped) and reason in skipped.reason and skipped.file == name
 
 
@@ -44,7 +53,7 @@ def downloads(folder: Path) -> Path:
 
 def test_a_download_folder_is_collected_with_the_latest_attempt_of_each_student(tmp_path):
     submitted = tmp_path / "submitted"
-    collected = collect(LESSON, submitted, downloads(tmp_path / "lms"))
+    collected = collect(LESSON, submitted, downloads(tmp_path / "lms"), now=NOW)
     assert collected.students == ["ada", "grace"]
     assert (collected.copied, collected.superseded) == (2, 1)
     assert collected.skipped == [Skipped("notes.txt", collected.skipped[0].reason)]
@@ -55,13 +64,13 @@ def test_a_download_folder_is_collected_with_the_latest_attempt_of_each_student(
 
 def test_collecting_again_changes_nothing_until_a_new_attempt_arrives(tmp_path):
     source, submitted = downloads(tmp_path / "lms"), tmp_path / "submitted"
-    collect(LESSON, submitted, source)
+    collect(LESSON, submitted, source, now=NOW)
     notebook = submitted / "grace" / LESSON / f"{LESSON}.ipynb"
     before = notebook.stat().st_mtime_ns
-    assert collect(LESSON, submitted, source).copied == 0
+    assert collect(LESSON, submitted, source, now=NOW).copied == 0
     assert notebook.stat().st_mtime_ns == before
     (source / submission_filename(LESSON, "grace", "20261201-080000")).write_text("again")
-    assert collect(LESSON, submitted, source).copied == 1
+    assert collect(LESSON, submitted, source, now=NOW).copied == 1
     assert notebook.read_text() == "again"
 
 
@@ -94,3 +103,59 @@ def test_a_source_that_is_neither_a_folder_nor_a_zip_is_refused(tmp_path):
     (tmp_path / "grades.csv").write_text("student,total\n")
     with pytest.raises(SystemExit, match="not a folder or a .zip"):
         collect(LESSON, tmp_path / "submitted", tmp_path / "grades.csv")
+
+
+def test_ids_are_normalised_so_that_case_and_compatibility_forms_are_one_student():
+    assert student_id("Ada_LOVELACE") == student_id("ａｄａ_lovelace") == "ada_lovelace"  # full-width letters: NFKC
+    assert student_id("аda") is None and student_id("ada-l") is None and student_id("") is None
+
+
+def test_nothing_is_chosen_silently(tmp_path):
+    lms, submitted = tmp_path / "lms", tmp_path / "submitted"
+    lms.mkdir()
+    for student, stamp, text in [("Ada", "20261129-140500", "a1"), ("ada", "20261129-140500", "a2"),  # one id, tied
+                                 ("grace", "20261129-100000", "g1"), ("GRACE", "20261130-100000", "g2"),
+                                 ("alan", "20301129-100000", "future")]:
+        (lms / submission_filename(LESSON, student, stamp)).write_text(text)
+    collected = collect(LESSON, submitted, lms, now=NOW)
+    assert collected.students == ["grace"]
+    reasons = {s.file: s.reason for s in collected.skipped}
+    assert sum("same time; none was chosen" in r for r in reasons.values()) == 2
+    assert any("in the future" in r for r in reasons.values())
+    assert (submitted / "grace" / LESSON / f"{LESSON}.ipynb").read_text() == "g2"
+    assert [s.reason for s in collected.review] == [
+        f"an older attempt of grace: {submission_filename(LESSON, 'GRACE', '20261130-100000')} was collected"]
+
+
+def test_an_attempt_replacing_one_from_another_file_is_collected_and_listed(tmp_path):
+    submitted = tmp_path / "submitted"
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    (first / submission_filename(LESSON, "grace", "20261129-100000")).write_text("mine")
+    collect(LESSON, submitted, first, now=NOW)
+    (second / submission_filename(LESSON, "Grace", "20261130-100000")).write_text("someone else's")
+    collected = collect(LESSON, submitted, second, now=NOW)
+    assert [s.reason.split(" collected earlier")[0] for s in collected.review] == ["replaces grace's attempt"]
+
+
+def test_links_are_not_followed_and_oversized_zip_entries_are_not_expanded(tmp_path):
+    lms = tmp_path / "lms"
+    lms.mkdir()
+    secret = tmp_path / "secret.ipynb"
+    secret.write_text("the instructor's")
+    os.symlink(secret, lms / submission_filename(LESSON, "mallory", "20261129-100000"))
+    collected = collect(LESSON, tmp_path / "submitted", lms, now=NOW)
+    assert collected.students == [] and "a link" in collected.skipped[0].reason
+
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as handle:
+        handle.writestr(submission_filename(LESSON, "bomb", "20261129-100000"), b"0" * (MAX_ENTRY + 1))
+        handle.writestr(submission_filename(LESSON, "dense", "20261129-100000"), b"0" * (10 * 1024**2))
+        handle.writestr(submission_filename(LESSON, "twice", "20261129-100000"), b"first")
+        with pytest.warns(UserWarning, match="Duplicate name"):  # as a crafted LMS download can hold
+            handle.writestr(submission_filename(LESSON, "twice", "20261129-100000"), b"second")
+    collected = collect(LESSON, tmp_path / "submitted-zip", archive, now=NOW)
+    reasons = sorted(s.reason for s in collected.skipped)
+    assert collected.students == [] and len(reasons) == 3, reasons
+    assert any("larger than" in r for r in reasons) and any("compressed size" in r for r in reasons)
+    assert any("2 entries of this name" in r for r in reasons)
