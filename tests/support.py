@@ -221,6 +221,8 @@ def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookN
             solution.source += "\n" + edits["append"].strip().replace("{function}", function)
         if "test" in edits:
             tests[0].source = edits["test"]
+        if "test_metadata" in edits:
+            tests[0].metadata["nbgrader"].update(edits["test_metadata"])
         deleted += [cell for kind, cell in (("solution", solution), ("test", tests[0]))
                     if kind in edits.get("delete", [])]
         for key, cell in (("solution_type", solution), ("test_type", tests[0])):
@@ -232,6 +234,10 @@ def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookN
     if spec.get("strip_metadata"):
         for cell in nb.cells:
             cell.metadata.pop("nbgrader", None)
+    for extra in spec.get("extra_cells", []):  # cells the student added: {"source", "metadata", "type"}
+        make = nbformat.v4.new_markdown_cell if extra.get("type") == "markdown" else nbformat.v4.new_code_cell
+        cell = make(extra.get("source", ""), metadata=extra.get("metadata", {}))
+        nb.cells.insert(extra.get("at", len(nb.cells)), cell)
     return nb
 
 

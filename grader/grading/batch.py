@@ -19,6 +19,7 @@ from grader import notebook
 from grader.course import REPO, Layout, nbgrader_config, select_lessons
 from grader.grading import report
 from grader.grading.collect import Skipped, collect
+from grader.grading.gradebook_check import check_gradebook
 from grader.grading.supervisor import supervise
 from grader.grading.worker import Job, Result, grade
 from grader.sandbox.bwrap import SandboxUnavailable, probe
@@ -75,6 +76,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     coursedir = CourseDirectory(config=config)
     layout = Layout.of(config)
     release = layout.release_notebook(lesson)
+    check_gradebook(coursedir.db_url)
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         try:
             gradebook.find_assignment(lesson)

@@ -17,6 +17,7 @@ from nbformat import NotebookNode
 
 from grader import notebook
 from grader.pipeline.guarded_execute import KERNEL_DIED, LIMIT_EXCEEDED, OUTPUT_CAPPED, SUBMISSION_TIMEOUT, UNSAFE
+from grader.pipeline.repair_cells import STRIPPED
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ FLAGS = {
     "locked-cell-edited": Kind("locked cell {} was edited; the original was put back", review=True),
     "solution-cell-missing": Kind("no cell is marked as the answer cell {} (deleted or re-created)", review=True),
     "cell-type-changed": Kind("the type of cell {} was changed; changed back"),
+    "metadata-edited": Kind("the nbgrader metadata of cell {} was edited; put back from the gradebook", review=True),
+    "unknown-cell": Kind("cell {} has nbgrader metadata the lesson does not know; graded as an ordinary cell",
+                         review=True),
     "kernel-died": Kind("the kernel died in {}; later cells were not run", review=True),
     "timeout": Kind("{} ran past the time limit"),
     "memory-limit": Kind("{} ran out of memory (the memory limit)"),
@@ -117,7 +121,7 @@ def inspect_submission(nb: NotebookNode, release: NotebookNode,
     if not cells:
         if notebook.lines_up(nb, release):
             return [Flag("metadata-restored")], None
-        return [], "no nbgrader metadata left (re-saved by another editor?) and cells that do not match the release"
+        return [], STRIPPED
     flags = []
     for grade_id, ref in expected.items():
         role = "test" if notebook.is_graded(ref) else "solution" if notebook.kind(ref) == "solution" else "locked"
@@ -129,6 +133,12 @@ def inspect_submission(nb: NotebookNode, release: NotebookNode,
             flags.append(Flag("cell-type-changed", grade_id))
         if notebook.is_locked(ref) and cell.source != ref.source:
             flags.append(Flag(f"{role}-cell-edited", grade_id))
+        if (notebook.kind(cell), notebook.is_graded(cell), notebook.is_locked(cell)) != (
+                notebook.kind(ref), notebook.is_graded(ref), notebook.is_locked(ref)):
+            flags.append(Flag("metadata-edited", grade_id))
+    flags += [Flag("unknown-cell", cell_id) for cell_id in cells if cell_id not in expected]
+    flags += [Flag("unknown-cell", f"cell {index}") for index, cell in enumerate(nb.cells, start=1)
+              if notebook.meta(cell) and not notebook.grade_id(cell)]
     return flags, None
 
 

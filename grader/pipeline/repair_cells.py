@@ -7,6 +7,14 @@ deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 f
 - every cell lost its nbgrader metadata (the notebook was re-saved by an editor that drops it):
   if the cells still line up one to one with the released notebook, the release's metadata is
   put back by position; otherwise grading fails with that reason (grader.triage reports it);
+- a cell whose grade_id the gradebook does not know (a test cell pasted from another lesson, a
+  made-up "bonus" cell), or nbgrader metadata without a grade_id: nbgrader 0.9 raises a KeyError
+  and scores nothing; here the cell loses its nbgrader metadata and runs as an ordinary cell;
+- nbgrader metadata edited on a known cell (`grade` set to false, say): nbgrader 0.9 fails with
+  "Inconsistent checksums"; here the cell's role (grade, solution, task, locked) is put back from
+  the gradebook before anything else is compared;
+- stripped metadata with cells that do not line up with the release: refused with that reason,
+  as `python -m grader autograde` refuses it (grader.grading.triage), so both paths agree;
 - a test cell was deleted together with the exercise cell before it: nbgrader re-inserts a
   missing test cell right after the cell that precedes it in the source notebook, and raises a
   KeyError when that one is missing too. Here it goes after the closest earlier exercise cell
@@ -25,18 +33,50 @@ from nbgrader.preprocessors import OverwriteCells
 
 from grader import notebook
 
+STRIPPED = "no nbgrader metadata left (re-saved by another editor?) and cells that do not match the release"
+
 
 class RepairCells(OverwriteCells):
     """nbgrader's OverwriteCells, also repairing stripped metadata and runs of deleted cells."""
 
     def preprocess(self, nb, resources):
         self._release = self._read_release(resources["nbgrader"]["assignment"], resources["nbgrader"]["notebook"])
-        if self._release is not None and not notebook.cells_by_id(nb) and notebook.lines_up(nb, self._release):
+        self._roles = None
+        if self._release is not None and not notebook.cells_by_id(nb):
+            if not notebook.lines_up(nb, self._release):
+                raise ValueError(STRIPPED)
             self.log.warning("No nbgrader metadata in the submission: restoring it from the release by position")
             for cell, ref in zip(nb.cells, self._release.cells, strict=True):
                 if notebook.meta(ref):
                     cell.metadata["nbgrader"] = copy.deepcopy(notebook.meta(ref))
         return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if "nbgrader" in cell.metadata:
+            roles = self._gradebook_roles()
+            grade_id = notebook.grade_id(cell)
+            if grade_id not in roles:
+                self.log.warning("Cell %s is not in the gradebook: graded as an ordinary cell", grade_id)
+                del cell.metadata["nbgrader"]
+                return cell, resources
+            for role, value in roles[grade_id].items():
+                if cell.metadata["nbgrader"].get(role, False) != value:
+                    self.report_change(grade_id, role, value, cell.metadata["nbgrader"].get(role, False))
+                    cell.metadata["nbgrader"][role] = value
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def _gradebook_roles(self) -> dict[str, dict[str, bool]]:
+        """grade_id -> its role flags, for every cell the gradebook knows in this notebook."""
+        if self._roles is None:
+            source = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+            grade = {c.name for c in source.grade_cells}
+            solution = {c.name for c in source.solution_cells}
+            task = {c.name for c in source.task_cells}
+            self._roles = {c.name: {"grade": c.name in grade, "solution": c.name in solution, "task": c.name in task,
+                                    "locked": bool(c.locked)} for c in source.source_cells}
+            self._roles |= {name: {"grade": name in grade, "solution": name in solution, "task": name in task}
+                            for name in (grade | solution | task) - set(self._roles)}
+        return self._roles
 
     def add_missing_grade_cells(self, nb, resources):
         source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)

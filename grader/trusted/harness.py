@@ -44,6 +44,12 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
     exec_, function_type, globals_of = b.exec, types.FunctionType, types.FunctionType.__globals__.__get__
     dict_get, dict_set, dict_pop, absent = dict_.get, dict_.__setitem__, dict_.pop, object()
     errstate = numpy.errstate  # for Check.strict_floats: the class itself, not a later np.errstate
+    float64, complex128 = numpy.float64, numpy.complex128
+    # For Check.strict_floats: NumPy's floating-point settings live in this context variable; the
+    # settings a call ends with are checked against those it started with.
+    fp_settings = numpy._core._ufunc_config._extobj_contextvar
+    fp_get, fp_names = fp_settings.get, ("seterr", "errstate", "seterrcall")
+    numpy_module = numpy
     # For wire.Rng arguments: NumPy's own default_rng and the base-class getters of a generator's state.
     default_rng, generator_class = numpy.random.default_rng, numpy.random.Generator
     bit_generator_of = generator_class.bit_generator.__get__
@@ -70,6 +76,9 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
 
     def encode_array(value):
         dtype = array_dtype(value)
+        if dtype.kind in "fc" and dtype.itemsize > (8 if dtype.kind == "f" else 16):  # extended precision:
+            dtype = make_dtype("<f8" if dtype.kind == "f" else "<c16")  # read as float64 / complex128
+            value = array_astype(value, dtype)
         code = dtype.str
         if code not in allowed and dtype.byteorder == ">":
             dtype = dtype.newbyteorder("<")
@@ -108,7 +117,11 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
             if isinstance_(value, ndarray):
                 return encode_array(value)
             if isinstance_(value, generic):
-                code = scalar_dtype(value).str
+                dtype = scalar_dtype(value)
+                if dtype.kind in "fc" and dtype.itemsize > (8 if dtype.kind == "f" else 16):  # extended precision
+                    value = (float64 if dtype.kind == "f" else complex128)(value)  # read as float64 / complex128
+                    dtype = scalar_dtype(value)
+                code = dtype.str
                 if code not in allowed:
                     return {"t": "unsupported", "type": name_of(kind)}
                 return {"t": "scalar", "dtype": code, "data": b64encode(scalar_bytes(value)).decode("ascii")}
@@ -209,6 +222,26 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                 dict_set(namespace, name, value)
         return previous
 
+    def strictly(function, args, kwargs):
+        """Call with floating-point problems raising; changing NumPy's settings meanwhile is refused."""
+        saved = {name: getattr(numpy_module, name) for name in fp_names}
+
+        def refuse(*a, **k):
+            raise b.PermissionError("this exercise may not change NumPy's floating-point error settings")
+
+        with errstate(divide="raise", over="raise", invalid="raise"):
+            settings = fp_get()
+            for name in fp_names:
+                setattr(numpy_module, name, refuse)
+            try:
+                returned = function(*args, **kwargs)
+            finally:
+                for name, value in saved.items():
+                    setattr(numpy_module, name, value)
+            if fp_get() is not settings:
+                raise b.FloatingPointError("the function changed NumPy's floating-point error settings")
+        return returned
+
     def run(check, function, payload):
         spec = loads(payload)
         tensors = spec.get("tensors", False)
@@ -226,8 +259,7 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                 if tensors:
                     args, kwargs = as_tensors(args), as_tensors(kwargs)
                 if strict_floats:  # a floating-point warning fails the call instead of reaching stderr
-                    with errstate(divide="raise", over="raise", invalid="raise"):
-                        returned = function(*args, **kwargs)
+                    returned = strictly(function, args, kwargs)
                 else:
                     returned = function(*args, **kwargs)
                 result = encode(returned, tensors=tensors)

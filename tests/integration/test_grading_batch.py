@@ -28,6 +28,7 @@ import tomllib
 
 from grader.course import SUBMISSION_TIME_FORMAT, submission_filename
 from grader.grading.batch import main as autograde
+from grader.grading.triage import FLAGS
 from grader.grading.worker import Job, grade
 from tests.support import FIXTURES, Course, batch_scores, build_notebook, exercise, make_course, points_of, secret_lines
 
@@ -142,7 +143,7 @@ def test_summary_counts_every_kind_of_outcome(batch):
     flags = [set(spec.get("flags", [])) for spec in CASES.values() if spec.get("status", "graded") == "graded"]
     assert counts["timed out"] == sum("timeout" in f for f in flags)
     assert counts["hit the memory limit"] == sum("memory-limit" in f for f in flags)
-    review = {"metadata-restored", "test-cell-missing", "test-cell-edited", "solution-cell-missing", "kernel-died"}
+    review = {name for name, kind in FLAGS.items() if kind.review}
     assert counts["needing manual review"] == sum(bool(review & f) for f in flags)
 
 

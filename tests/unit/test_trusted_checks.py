@@ -347,3 +347,50 @@ def test_lesson_style_shows_the_hidden_block_verbatim():
 def test_every_lesson_has_a_trusted_spec(lesson):
     # Otherwise its hidden tests would run in the student's kernel, where they can be fooled.
     assert load_spec(lesson) is not None, f"write grader/trusted/specs/{lesson}.py (docs/lesson-style.md)"
+
+
+def test_extended_precision_results_are_read_as_float64():
+    """A correct float128 (longdouble) answer is not "an object the grader cannot read"."""
+    bundle = harness_results(lambda: (np.arange(3, dtype=np.longdouble) / 3, np.longdouble(0.5),
+                                      np.ones(2, dtype=np.clongdouble)), ())
+    (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[None])
+    array, scalar, complex_array = outcome.result
+    assert array.dtype == np.float64 and np.allclose(array, np.arange(3) / 3)
+    assert scalar == 0.5 and np.asarray(scalar).dtype == np.float64
+    assert complex_array.dtype == np.complex128
+
+
+def strict_results(function, *args):
+    namespace, shown = {}, []
+    exec(HARNESS.read_text(), namespace)  # noqa: S102
+    run = namespace["install"]("token", wire.MIME, wire.FORMAT, sorted(wire.DTYPES), publish=shown.append)
+    run("check", function, json.dumps(wire.encode_calls([(args, {})], False) | {"strict_floats": True}))
+    bundle = json.loads(json.dumps(shown[0][wire.MIME]))
+    return wire.decode_results(bundle, token="token", check="check", n_args=[None])[0].result
+
+
+def test_a_function_cannot_switch_the_floating_point_rule_off():
+    """Under strict_floats a warning is an error, and changing NumPy's settings to hide one fails the call."""
+    saved_seterr = np.seterr  # a reference taken before the call, as a submission could keep one
+
+    def hides_with_seterr(x):
+        np.seterr(all="ignore")
+        return np.log(x)
+
+    def hides_with_a_saved_reference(x):
+        old = saved_seterr(all="ignore")
+        value = np.log(x)
+        saved_seterr(**old)
+        return value
+
+    def hides_with_errstate(x):
+        with np.errstate(all="ignore"):
+            return np.log(x)
+
+    before = np.geterr()
+    for function in (hides_with_seterr, hides_with_a_saved_reference, hides_with_errstate):
+        result = strict_results(function, np.zeros(3))
+        assert isinstance(result, wire.Raised), function.__name__
+    assert strict_results(lambda x: np.log(x), np.zeros(3)).name == "FloatingPointError"
+    assert np.array_equal(strict_results(lambda x: np.log(x), np.ones(3)), np.zeros(3))
+    assert np.geterr() == before and np.seterr is saved_seterr, "the harness puts NumPy back as it was"

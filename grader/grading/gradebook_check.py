@@ -1,0 +1,46 @@
+"""Refuse a gradebook that holds anything the course did not put there.
+
+A trigger or a view can change grades as nbgrader writes them; an unknown table or a student
+whose id no file name could produce is a sign that something other than grading wrote to it.
+Grading refuses such a gradebook, naming what it found, before any submission is graded.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy
+from nbgrader.api import Base
+
+from grader.grading.collect import student_id
+
+NBGRADER_TABLES = set(Base.metadata.tables) | {"alembic_version"}
+
+
+class GradebookRefused(SystemExit):
+    """The gradebook holds something the course did not put there; the message says what."""
+
+
+def check_gradebook(db_url: str) -> None:
+    """Raise GradebookRefused when the gradebook at `db_url` holds triggers, views, unknown tables or students."""
+    engine = sqlalchemy.create_engine(db_url.split("?")[0] if db_url.startswith("sqlite") else db_url)
+    problems = []
+    try:
+        inspector = sqlalchemy.inspect(engine)
+        tables = set(inspector.get_table_names())
+        problems += [f"a table nbgrader does not make: {name}" for name in sorted(tables - NBGRADER_TABLES)]
+        problems += [f"a view: {name}" for name in sorted(inspector.get_view_names())]
+        with engine.connect() as connection:
+            if engine.dialect.name == "sqlite":
+                triggers = connection.execute(sqlalchemy.text("SELECT name FROM sqlite_master WHERE type = 'trigger'"))
+            else:
+                triggers = connection.execute(sqlalchemy.text(
+                    "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = current_schema()"))
+            problems += [f"a trigger: {name}" for (name,) in triggers]
+            if "student" in tables:
+                students = connection.execute(sqlalchemy.text("SELECT id FROM student"))
+                problems += [f"a student id no submission could carry: {ident!r}" for (ident,) in students
+                             if student_id(str(ident)) != ident]
+    finally:
+        engine.dispose()
+    if problems:
+        raise GradebookRefused(f"the gradebook {db_url.split('?')[0]} holds what the course did not put there; "
+                               "grading refused:\n  " + "\n  ".join(problems[:20]))

@@ -1,0 +1,51 @@
+"""A gradebook with triggers, views, unknown tables or impossible students is refused before grading."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from grader.grading.gradebook_check import GradebookRefused, check_gradebook
+
+
+@pytest.fixture(scope="module")
+def made_by_nbgrader(tmp_path_factory) -> Path:
+    """A gradebook as nbgrader makes it (slow: nbgrader runs `alembic`), made once and copied per test."""
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with pytest.MonkeyPatch.context() as patch:  # nbgrader runs the environment's `alembic` by name
+        patch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+        with Gradebook(f"sqlite:///{path}") as book:
+            book.add_student("ada")
+    return path
+
+
+@pytest.fixture
+def gradebook(made_by_nbgrader, tmp_path) -> str:
+    copy = tmp_path / "gradebook.db"
+    shutil.copyfile(made_by_nbgrader, copy)
+    return f"sqlite:///{copy}"
+
+
+def test_a_gradebook_as_nbgrader_made_it_is_accepted(gradebook):
+    check_gradebook(gradebook + "?timeout=60")
+
+
+@pytest.mark.parametrize(("statement", "found"), [
+    ("CREATE TRIGGER bump AFTER INSERT ON grade BEGIN UPDATE grade SET auto_score = 100; END", "a trigger: bump"),
+    ("CREATE VIEW everything AS SELECT * FROM grade", "a view: everything"),
+    ("CREATE TABLE loot (x TEXT)", "a table nbgrader does not make: loot"),
+    ("INSERT INTO student (id) VALUES ('Ada Lovelace')", "a student id no submission could carry"),
+])
+def test_anything_else_is_refused_naming_it(gradebook, statement, found):
+    db = sqlite3.connect(gradebook.removeprefix("sqlite:///"))
+    db.execute(statement)
+    db.commit()
+    db.close()
+    with pytest.raises(GradebookRefused, match=found):
+        check_gradebook(gradebook)
