@@ -117,7 +117,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
              "log": log}
     seconds = time.monotonic() - started
     print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
-                         files=files, unsafe=unsafe_no_sandbox, review=collected.review), file=out, flush=True)
+                         files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review), file=out, flush=True)
     return Batch(lesson, results, collected.skipped, grades, plot if graded else None, seconds)
 
 

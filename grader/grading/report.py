@@ -110,7 +110,7 @@ def plot_scores(path: Path, results: Sequence[Result], points: dict[str, float],
 
 def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], *, seconds: float,
             workers: int | None, files: dict[str, Path], unsafe: bool = False,
-            review: Sequence[Skipped] = ()) -> str:
+            collect_notes: Sequence[Skipped] = ()) -> str:
     """The end-of-batch report: graded, failed and why, needing review, timed out, not collected."""
     graded = [o for o in results if o.status == "graded"]
     failed = [o for o in results if o.status == "failed"]
@@ -135,8 +135,8 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
             lambda o: "; ".join(f.describe() for f in o.flags if f.name == "memory-limit"))
     lines.append(f"  {'not collected (files)':<22}{len(skipped):4d}")
     lines.extend(f"    {s.file}: {s.reason}" for s in skipped)
-    if review:
-        lines.append(f"  {'collect notes':<22}{len(review):4d}")
-        lines.extend(f"    {s.file}: {s.reason}" for s in review)
+    if collect_notes:
+        lines.append(f"  {'collect notes':<22}{len(collect_notes):4d}")
+        lines.extend(f"    {s.file}: {s.reason}" for s in collect_notes)
     lines.extend(f"  {name + ':':<10}{path}" for name, path in files.items())
     return "\n".join(lines)

@@ -60,6 +60,11 @@ class GuardedExecute(Execute):
     output_bytes_per_notebook = Integer(0, help="Bytes of output kept per notebook; 0: no limit.").tag(config=True)
     kernel_env = Dict({}, help="Environment variables set for each submission's kernel.").tag(config=True)
 
+    # A cell that floods its output must not fail the submission: wait longer for the output to
+    # arrive once the cell is done, and carry on without the rest if it does not.
+    iopub_timeout = Integer(30, allow_none=True, help=Execute.iopub_timeout.help).tag(config=True)
+    raise_on_iopub_timeout = Bool(False, help=Execute.raise_on_iopub_timeout.help).tag(config=True)
+
     _stopped = ""  # why the kernel is gone ("" while it runs)
 
     def preprocess(self, nb, resources=None, km=None):
@@ -122,8 +127,8 @@ class GuardedExecute(Execute):
             if killed_for:
                 self._stopped = f"the kernel was stopped: {killed_for}"
                 cell.outputs.append(_error(LIMIT_EXCEEDED, self._stopped))
-            elif self._stopped:
-                cell.outputs.append(_error(KERNEL_DIED, self._stopped))
+            elif self._stopped:  # it ignored the interrupt after its time limit
+                cell.outputs.append(_error("CellTimeoutError", self._stopped))
             else:
                 self._stopped = "the kernel died"
                 cell.outputs.append(_error(KERNEL_DIED, "the kernel died while running this cell "

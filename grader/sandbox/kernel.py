@@ -44,6 +44,20 @@ def _next_uid() -> int:
     return 200_000 + (os.getpid() % 40_000) * 20 + next(_uids) % 20
 
 
+def _memory(process: psutil.Process) -> int:
+    """Bytes the process holds: its proportional share of the pages it shares with others (PSS),
+    so that forked processes do not count their common pages once each; RSS where PSS is unknown."""
+    try:
+        full = process.memory_full_info()
+        return getattr(full, "pss", full.rss)
+    except psutil.AccessDenied:
+        with contextlib.suppress(psutil.Error):
+            return process.memory_info().rss
+    except psutil.Error:
+        pass
+    return 0
+
+
 class SandboxProvisioner(LocalProvisioner):
     """Launches the kernel command inside the sandbox described by its SandboxedKernelManager."""
 
@@ -132,11 +146,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             root = psutil.Process(pid)
             while root.is_running():
                 tree = [root, *root.children(recursive=True)]
-                rss = 0
-                for process in tree:
-                    with contextlib.suppress(psutil.Error):
-                        rss += process.memory_info().rss
-                if self.tree_memory_limit and rss > self.tree_memory_limit:
+                used = sum(_memory(process) for process in tree)
+                if self.tree_memory_limit and used > self.tree_memory_limit:
                     self.killed_for = f"the submission's processes used more than {self.tree_memory_limit} bytes"
                 elif self.max_processes and len(tree) > self.max_processes:
                     self.killed_for = f"the submission started more than {self.max_processes} processes"
