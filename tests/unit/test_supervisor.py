@@ -1,0 +1,31 @@
+"""The supervisor: a grading process that dies or hangs costs only its own submission."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import grader.grading.supervisor as supervisor
+from grader.course import REPO
+from grader.grading.worker import Job, Result
+
+
+def fake_grade(job: Job) -> Result:
+    if job.student == "dies":
+        os._exit(9)
+    if job.student == "hangs":
+        time.sleep(600)
+    return Result(job.student, "graded", scores={"test": 1.0})
+
+
+def test_a_dying_or_hanging_job_fails_alone_and_the_others_are_graded(monkeypatch):
+    monkeypatch.setattr(supervisor, "grade", fake_grade)
+    jobs = [Job(str(REPO), "03-parallel-heads", student) for student in ("ada", "dies", "hangs", "grace")]
+    done = []
+    started = time.monotonic()
+    results = supervisor.supervise(jobs, workers=2, job_timeout=3, done=done.append)
+    assert time.monotonic() - started < 60
+    assert [r.student for r in results] == ["ada", "dies", "hangs", "grace"]
+    assert [r.status for r in results] == ["graded", "failed", "failed", "graded"]
+    assert "died (exit code 9)" in results[1].reason and "longer than 3 s" in results[2].reason
+    assert sorted(r.student for r in done) == ["ada", "dies", "grace", "hangs"]
