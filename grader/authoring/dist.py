@@ -318,20 +318,22 @@ def contents(lessons: list[str] | None = None) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
-def _prepare(out: Path) -> None:
-    """Make `out` an empty folder to write to, or refuse; an earlier distribution is replaced."""
+def _refuse(out: Path) -> None:
+    """Refuse an output folder that is not empty, new or an earlier distribution."""
     if out == REPO or REPO in out.parents or out in REPO.parents:
         raise SystemExit(f"write the distribution outside the course repository, not to {out}: "
                          "it is published on its own, and the course's tests and tools must not pick it up")
-    if not out.exists():
-        out.mkdir(parents=True)
-        return
-    if not out.is_dir():
+    if out.exists() and not out.is_dir():
         raise SystemExit(f"{out} is a file, not a folder")
-    entries = [p for p in out.iterdir() if p.name not in KEPT_ON_REBUILD]
-    if entries and not (out / MANIFEST).is_file():
+    if out.is_dir() and any(p.name not in KEPT_ON_REBUILD for p in out.iterdir()) and not (out / MANIFEST).is_file():
         raise SystemExit(f"{out} is not empty and holds no earlier distribution ({MANIFEST}): choose another DIR")
-    for entry in entries:
+
+
+def _prepare(out: Path) -> None:
+    """Make `out` an empty folder to write to; an earlier distribution is replaced but its .git and .venv."""
+    _refuse(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in [p for p in out.iterdir() if p.name not in KEPT_ON_REBUILD]:
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)
         else:
@@ -368,9 +370,10 @@ def main(*, out: Path, lessons: list[str] | None = None, check: bool = False) ->
     With `check`, write nothing and return how `out` differs from a fresh distribution instead.
     """
     out = Path(out).expanduser().resolve()
-    files = contents(lessons)
     if check:
-        return differences(out, files)
+        return differences(out, contents(lessons))
+    _refuse(out)  # before the minute of building, not after
+    files = contents(lessons)
     with tempfile.TemporaryDirectory(prefix="dist-") as scratch:  # nothing half-written if a file fails
         write(Path(scratch), files)
         _prepare(out)
