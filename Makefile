@@ -7,6 +7,7 @@ LESSON ?=
 NAME   ?=
 SUBMISSIONS ?= submissions
 SOURCE ?=
+DIR    ?=
 # Both cores: each lesson's notebook tests stay on one worker (loadgroup), the shared grading batch too.
 PYTEST_PARALLEL ?= -n 2 --dist loadgroup
 
@@ -16,7 +17,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env torch browser lab check submit test test-fast test-extras lint release reference autograde clean
+.PHONY: help env torch browser lab check submit test test-fast test-extras lint release reference autograde dist clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -68,6 +69,10 @@ reference: $(STAMP)  ## re-execute the reference notebooks in solutions/ in plac
 
 autograde: $(STAMP)  ## instructors: grade a lesson's submissions (LESSON=id; SOURCE=LMS download folder or .zip)
 	$(PY) -m grader autograde $(LESSON) $(if $(SOURCE),--source "$(SOURCE)")
+
+dist: $(STAMP)  ## instructors: write the student distribution, no solutions or specs, to DIR (outside the repository)
+	$(if $(DIR),,$(error give the folder to write to, e.g. `make dist DIR=../attention-student`))
+	$(PY) -m grader dist --out "$(DIR)"
 
 clean:  ## remove the environment, caches and grading state (never lessons/ or solutions/)
 	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts *.egg-info

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from grader.authoring import reference, release
+from grader.authoring import dist, reference, release
 from grader.grading import batch
 from grader.student import check, lab, submit
 
@@ -19,6 +19,7 @@ COMMANDS = {
     "check": check,
     "submit": submit,
     "autograde": batch,
+    "dist": dist,
 }
 
 

@@ -32,6 +32,11 @@ yields exactly the released notebook, checksums included. That is the same sourc
 instructor's gradebook is filled from, and the course's tests check that it equals the
 committed `lessons/<id>/<id>.ipynb`. If you update the course (`git pull`) after a test cell
 changed, your older copy is reported as edited, and rightly: grading runs the current test.
+
+In a student distribution (`make dist`), which has no solutions/, the originals are the pristine
+copies of the released notebooks that it ships in `.course/releases/`, checked against their
+checksums, and the list of lessons is its manifest's (grader/student/releases.py). The
+distribution's copy of this module is this file, unchanged.
 """
 
 from __future__ import annotations
@@ -52,7 +57,8 @@ from traitlets import import_item
 from traitlets.config import Config
 
 from grader import notebook as nbmeta
-from grader.course import LESSONS, REPO, nbgrader_config, reference_notebook, select_lessons, student_notebook
+from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
+from grader.student import releases
 
 PASSED = "passed"
 FAILED = "failed"
@@ -97,8 +103,14 @@ def released_notebook(lesson: str, config: Config | None = None) -> NotebookNode
 
     The reference notebook goes through the course's `GenerateAssignment` preprocessors (solutions
     replaced by stubs, hidden tests removed, cells locked, checksums computed), except `SaveCells`,
-    which writes the test cells to the instructor's gradebook.
+    which writes the test cells to the instructor's gradebook. In a student distribution, it is
+    the pristine copy that the distribution ships (`grader.student.releases.pristine`).
     """
+    shipped = releases.pristine(lesson)
+    if shipped is not None:
+        return shipped
+    from grader.course import reference_notebook  # the course repository only: a distribution has none
+
     config = config if config is not None else nbgrader_config()
     path = reference_notebook(lesson)
     nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)

@@ -1,0 +1,400 @@
+"""Write the student distribution of the course to a folder of its own (`make dist DIR=...`).
+
+A graded course keeps this repository private (it holds the solutions, the trusted specs and,
+once grading starts, the gradebook) and publishes only the distribution: the released notebooks
+and the student commands, which need Python and make and nothing of this repository. In it:
+
+    lessons/<id>/<id>.ipynb        the released notebooks, as in lessons/ here
+    .course/releases/<id>.ipynb    a pristine, read-only copy of each: the self-check's originals
+    .course/manifest.json          SHA-256 of every pristine release and of every file of code
+    grader/                        the student commands: lab, check, submit (`python -m grader`)
+    nbgrader_config.py             the settings the self-check and the Validate button share with grading
+    Makefile, requirements*.txt    `make lab`, `make check`, `make submit`, `make test` (its own .venv)
+    README.md, tests/              the students' README, and the distribution's `make test`
+
+The code is not a fork. grader/notebook.py, every module of grader/student/ and grader/jupyter/
+are copied byte for byte; grader/course.py and grader/__main__.py are generated from the
+course's own definitions (copied by name from their source: `SHARED_COURSE_DEFINITIONS`,
+`COMMANDS`); nbgrader_config.py holds the values of the course's configuration for the
+configurables the Validator runs; the Makefile's lab, check and submit rules are the course
+Makefile's. tests/unit/test_dist_drift.py fails if any of that stops being true. The one thing a
+distribution does differently is where the self-check takes each lesson's locked cells from: not
+solutions/, which it does not have, but .course/releases/ (grader/student/releases.py).
+
+Building refuses a stale release (lessons/<id> must equal what `make release` makes now), so
+that the self-check gives the same verdicts as in the course. The output is the same bytes for
+the same course. Rebuilding into an earlier distribution replaces it, keeping only its `.git`
+and `.venv`; `--check` reports how a folder differs from a fresh build without writing anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+from traitlets.config import Config, PyFileConfigLoader
+
+from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG, nbgrader_config, select_lessons, student_notebook
+
+GRADER = REPO / "grader"
+TEMPLATE = Path(__file__).resolve().parent / "dist_template"
+
+# The `python -m grader` commands a student has (grader/__main__.py COMMANDS); all are in grader/student/.
+STUDENT_COMMANDS = ("lab", "check", "submit")
+# The Makefile rules copied from the course Makefile, and the variables they use.
+SHARED_MAKE_RULES = ("lab", "check", "submit")
+SHARED_MAKE_VARIABLES = ("LESSON", "NAME", "SUBMISSIONS")
+# What grader/course.py of the distribution copies from the course's, by name, in this order.
+SHARED_COURSE_DEFINITIONS = ("REPO", "LESSONS", "SUBMISSIONS", "STUDENT_JUPYTER_CONFIG", "SUBMISSION_REGEXP",
+                             "SUBMISSION_TIME_FORMAT", "select_lessons", "student_notebook", "submission_filename",
+                             "nbgrader_config")
+# The packages of requirements.txt that students need (their lines are copied with their bounds).
+STUDENT_REQUIREMENTS = ("jupyterlab", "numpy", "matplotlib", "ipywidgets", "nbgrader", "nbformat", "nbclient")
+
+RELEASES = ".course/releases"
+MANIFEST = ".course/manifest.json"
+KEPT_ON_REBUILD = (".git", ".venv")  # of an earlier distribution in the output folder
+IGNORED = re.compile(r"(^|/)(\.ipynb_checkpoints|__pycache__)(/|$)|\.pyc$")
+MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS|BEGIN MARK SCHEME")
+
+
+# ---------------------------------------------------------------- what the distribution holds
+
+def copied_files() -> dict[str, Path]:
+    """Distribution path -> course file, for every file shipped unchanged (lessons aside)."""
+    files = {"grader/notebook.py": GRADER / "notebook.py"}
+    files |= {f"grader/student/{p.name}": p for p in sorted((GRADER / "student").glob("*.py"))}
+    files |= {f"grader/jupyter/{p.relative_to(STUDENT_JUPYTER_CONFIG).as_posix()}": p
+              for p in sorted(STUDENT_JUPYTER_CONFIG.rglob("*")) if p.is_file() and not IGNORED.search(p.as_posix())}
+    files |= {f"tests/{p.name}": p for p in sorted((TEMPLATE / "tests").glob("*.py"))}
+    files[".gitignore"] = TEMPLATE / "gitignore"
+    return files
+
+
+def _definitions(path: Path, names: tuple[str, ...]) -> dict[str, str]:
+    """name -> its source text in the Python file `path`, for each top-level definition named."""
+    source = path.read_text()
+    found = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            name = node.name
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+        else:
+            continue
+        if name in names:
+            found[name] = ast.get_source_segment(source, node)
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise SystemExit(f"{path.relative_to(REPO)} no longer defines {', '.join(missing)}: "
+                         "update grader/authoring/dist.py")
+    return found
+
+
+def course_module() -> str:
+    """grader/course.py of the distribution: the course's shared definitions, lessons from the manifest."""
+    shared = _definitions(GRADER / "course.py", SHARED_COURSE_DEFINITIONS)
+    values = [shared[n] for n in SHARED_COURSE_DEFINITIONS if not shared[n].startswith("def ")]
+    functions = [shared[n] for n in SHARED_COURSE_DEFINITIONS if shared[n].startswith("def ")]
+    return "\n".join([
+        '"""Paths, lessons and submission names of the student distribution of Attention from Scratch.',
+        "",
+        "Generated by the course's `make dist` (grader/authoring/dist.py). Everything but RELEASES and",
+        "lesson_ids() is copied from the course's own grader/course.py, so submission names and the nbgrader",
+        "configuration are read exactly as there. The lessons are those of .course/manifest.json; the",
+        "self-check compares each notebook with its pristine release in RELEASES (grader/student/releases.py).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from pathlib import Path",
+        "",
+        "from traitlets.config import Config, PyFileConfigLoader",
+        "",
+        *values,
+        'RELEASES = REPO / ".course" / "releases"  # the pristine releases: this is a student distribution',
+        "",
+        "",
+        "def lesson_ids() -> list[str]:",
+        '    """Every lesson of the distribution, in order: those of its manifest."""',
+        "    from grader.student import releases",
+        "",
+        "    return releases.lesson_ids(RELEASES)",
+        "",
+        *[f"\n{function}\n" for function in functions],
+    ])
+
+
+def main_module() -> str:
+    """grader/__main__.py of the distribution: the course's command line with the student commands only."""
+    shared = _definitions(GRADER / "__main__.py", ("build_parser", "main"))
+    commands = "".join(f'    "{name}": {name},\n' for name in STUDENT_COMMANDS)
+    return (
+        '"""Command-line interface of the student distribution: `python -m grader <command>`.\n\n'
+        "Generated by the course's `make dist` (grader/authoring/dist.py) from the course's\n"
+        'grader/__main__.py, with the student commands only. The Makefile calls these commands.\n"""\n\n'
+        "from __future__ import annotations\n\nimport argparse\n\n"
+        f"from grader.student import {', '.join(sorted(STUDENT_COMMANDS))}\n\n"
+        f"COMMANDS = {{\n{commands}}}\n\n\n{shared['build_parser']}\n\n\n{shared['main']}\n\n\n"
+        'if __name__ == "__main__":\n    main()\n'
+    )
+
+
+def package_init() -> str:
+    return ('"""The student commands of Attention from Scratch: `make lab`, `make check`, `make submit`.\n\n'
+            "A copy of the course's own student code, written by its `make dist`; `python -m grader --help`\n"
+            'lists the commands.\n"""\n')
+
+
+def student_config_sections() -> list[str]:
+    """The configurables whose settings the self-check and the Validate button read.
+
+    The Validator, each preprocessor it runs, IgnorePattern (the self-check drops the stderr that
+    grading ignores), and the classes they inherit settings from.
+    """
+    from nbgrader.preprocessors import IgnorePattern
+    from nbgrader.validator import Validator
+    from traitlets.config import Configurable
+
+    classes = [Validator, *Validator().preprocessors, IgnorePattern]
+    names = [k.__name__ for c in classes for k in c.__mro__ if issubclass(k, Configurable) and k is not Configurable]
+    return list(dict.fromkeys(names))
+
+
+def student_config(config: Config | None = None) -> dict[str, dict]:
+    """section -> settings: the course configuration's values for `student_config_sections()`."""
+    config = config if config is not None else nbgrader_config()
+    return {name: dict(config[name]) for name in student_config_sections() if name in config and config[name]}
+
+
+def config_module() -> str:
+    """nbgrader_config.py of the distribution, read by the self-check and by the Validate button."""
+    lines = ['"""nbgrader settings of the student distribution: those that the self-check and Validate read.',
+             "",
+             "Generated by the course's `make dist` from the course's nbgrader configuration, so that the",
+             "per-cell time limit, the kernel's arguments and the stderr that grading ignores are grading's.",
+             '"""',
+             "",
+             "c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)",
+             ""]
+    for section, settings in student_config(nbgrader_config()).items():
+        for name, value in settings.items():
+            text = repr(value)
+            if ast.literal_eval(text) != value:
+                raise SystemExit(f"the course's {section}.{name} is not a plain value; dist.py cannot copy it")
+            lines.append(f"c.{section}.{name} = {text}")
+    return "\n".join(lines) + "\n"
+
+
+def load_config(folder: Path) -> Config:
+    """The nbgrader configuration in `folder`/nbgrader_config.py (a distribution's, say)."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
+
+
+def requirements() -> str:
+    """requirements.txt of the distribution: the course's lines for the packages students need."""
+    lines = {}
+    for line in (REPO / "requirements.txt").read_text().splitlines():
+        name = re.match(r"\s*([A-Za-z0-9_.-]+)", line.split("#")[0])
+        if name and name.group(1).lower() in STUDENT_REQUIREMENTS:
+            lines[name.group(1).lower()] = line.strip()
+    missing = [name for name in STUDENT_REQUIREMENTS if name not in lines]
+    if missing:
+        raise SystemExit(f"requirements.txt no longer lists {', '.join(missing)}: update grader/authoring/dist.py")
+    return ("# What the lessons, `make lab`, `make check` and `make submit` need; `make` installs it into .venv.\n"
+            "# nbgrader provides the Validate button and the self-check's machinery. Lower bounds are the versions\n"
+            "# the course was built and tested with. The optional Lesson 5 also needs requirements-torch.txt.\n"
+            + "".join(lines[name] + "\n" for name in STUDENT_REQUIREMENTS))
+
+
+def torch_requirements() -> str:
+    pins = [line for line in (REPO / "requirements-torch.txt").read_text().splitlines()
+            if line.split("#")[0].strip()]
+    return ("# The optional PyTorch extra, for Lesson 5 (05-pytorch-module) only: `make torch` installs it into\n"
+            "# .venv. The other lessons do without it. On Linux, PyPI's torch bundles CUDA (several GB).\n"
+            + "".join(pin + "\n" for pin in pins))
+
+
+def make_rules(makefile: Path = REPO / "Makefile") -> dict[str, str]:
+    """target -> its rule (the target line and its recipe lines) in `makefile`."""
+    rules, current = {}, None
+    for line in makefile.read_text().splitlines():
+        target = re.match(r"([a-z][a-z-]*):(?!=)", line)
+        if target:
+            current = target.group(1)
+            rules[current] = line
+        elif current and line.startswith("\t"):
+            rules[current] += "\n" + line
+        else:
+            current = None
+    return rules
+
+
+def make_variables(makefile: Path = REPO / "Makefile") -> dict[str, str]:
+    """name -> its assignment line, for every variable assigned at the start of a line of `makefile`."""
+    return {m.group(1): line for line in makefile.read_text().splitlines()
+            if (m := re.match(r"([A-Z_]+)\s*[:?]?=", line))}
+
+
+def makefile() -> str:
+    rules, variables = make_rules(), make_variables()
+    missing = [n for n in SHARED_MAKE_RULES if n not in rules]
+    missing += [n for n in SHARED_MAKE_VARIABLES if n not in variables]
+    if missing:
+        raise SystemExit(f"the course Makefile no longer has {', '.join(missing)}: update grader/authoring/dist.py")
+    text = (TEMPLATE / "Makefile").read_text()
+    text = text.replace("@VARIABLES@", "\n".join(variables[n] for n in SHARED_MAKE_VARIABLES))
+    return text.replace("@RULES@", "\n\n".join(rules[n] for n in SHARED_MAKE_RULES))
+
+
+def readme(lessons: list[str]) -> str:
+    rows = ["| lesson | notebook |", "| --- | --- |"]
+    for lesson in lessons:
+        nb = nbformat.read(student_notebook(lesson), as_version=4)
+        first = nb.cells[0].source if nb.cells else ""
+        title = next((line.lstrip("# ").strip() for line in first.splitlines() if line.startswith("# ")), lesson)
+        rows.append(f"| {title} | `lessons/{lesson}/{lesson}.ipynb` |")
+    return (TEMPLATE / "README.md").read_text().replace("@LESSONS@", "\n".join(rows))
+
+
+# ---------------------------------------------------------------- building
+
+def stale_lessons(lessons: list[str]) -> list[str]:
+    """The lessons whose lessons/<id>/<id>.ipynb is missing or differs from a fresh in-memory release."""
+    from grader.student.check import released_notebook
+
+    stale = []
+    for lesson in lessons:
+        path = student_notebook(lesson)
+        if not path.is_file():
+            stale.append(lesson)
+            continue
+        built, committed = released_notebook(lesson), nbformat.read(path, as_version=4)
+        if [(c.cell_type, c.source, c.metadata) for c in built.cells] != [
+                (c.cell_type, c.source, c.metadata) for c in committed.cells]:
+            stale.append(lesson)
+    return stale
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def contents(lessons: list[str] | None = None) -> dict[str, bytes]:
+    """Distribution path -> bytes of every file of the distribution, manifest included."""
+    lessons = select_lessons(lessons)
+    stale = stale_lessons(lessons)
+    if stale:
+        raise SystemExit(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first")
+    files: dict[str, bytes] = {path: source.read_bytes() for path, source in copied_files().items()}
+    generated = {"grader/__init__.py": package_init(), "grader/__main__.py": main_module(),
+                 "grader/course.py": course_module(), "nbgrader_config.py": config_module(),
+                 "requirements.txt": requirements(), "requirements-torch.txt": torch_requirements(),
+                 "Makefile": makefile(), "README.md": readme(lessons)}
+    files |= {path: text.encode() for path, text in generated.items()}
+    code = dict(sorted(files.items()))
+    releases = {}
+    for lesson in lessons:
+        for path in sorted(p for p in (LESSONS / lesson).rglob("*") if p.is_file()):
+            if not IGNORED.search(path.as_posix()):
+                files[path.relative_to(REPO).as_posix()] = path.read_bytes()
+        data = student_notebook(lesson).read_bytes()
+        files[f"{RELEASES}/{lesson}.ipynb"] = data
+        releases[lesson] = sha256(data)
+    manifest = {"course": "Attention from Scratch", "releases": releases,
+                "files": {path: sha256(data) for path, data in code.items()
+                          if path.startswith(("grader/", "tests/")) or path in ("nbgrader_config.py", "Makefile")}}
+    files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    leaks = [path for path, data in files.items() if MARKERS.search(data.decode("utf-8", "replace"))]
+    if leaks:  # the tests scan for far more (tests/unit/test_dist_leaks.py); this one costs nothing
+        raise SystemExit(f"refusing to write a distribution with nbgrader markers in {', '.join(leaks)}")
+    return dict(sorted(files.items()))
+
+
+def _refuse(out: Path) -> None:
+    """Refuse an output folder that is not empty, new or an earlier distribution."""
+    if out == REPO or REPO in out.parents or out in REPO.parents:
+        raise SystemExit(f"write the distribution outside the course repository, not to {out}: "
+                         "it is published on its own, and the course's tests and tools must not pick it up")
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"{out} is a file, not a folder")
+    if out.is_dir() and any(p.name not in KEPT_ON_REBUILD for p in out.iterdir()) and not (out / MANIFEST).is_file():
+        raise SystemExit(f"{out} is not empty and holds no earlier distribution ({MANIFEST}): choose another DIR")
+
+
+def _prepare(out: Path) -> None:
+    """Make `out` an empty folder to write to; an earlier distribution is replaced but its .git and .venv."""
+    _refuse(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in [p for p in out.iterdir() if p.name not in KEPT_ON_REBUILD]:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def write(out: Path, files: dict[str, bytes]) -> None:
+    for path, data in files.items():
+        target = out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        if path.startswith(RELEASES + "/"):
+            target.chmod(0o444)  # the pristine releases: read-only, and checked against the manifest
+
+
+def differences(out: Path, files: dict[str, bytes] | None = None) -> list[str]:
+    """How the distribution in `out` differs from what `make dist` writes now ([] if it does not).
+
+    Its `.git`, `.venv`, `submissions/` and caches are not compared.
+    """
+    files = contents() if files is None else files
+    present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    skipped = re.compile(r"^(\.git|\.venv|submissions)(/|$)")
+    present = {p for p in present if not skipped.search(p) and not IGNORED.search(p)}
+    found = [f"{path}: missing" for path in sorted(set(files) - present)]
+    found += [f"{path}: not part of the distribution" for path in sorted(present - set(files))]
+    found += [f"{path}: differs" for path in sorted(set(files) & present) if (out / path).read_bytes() != files[path]]
+    return found
+
+
+def main(*, out: Path, lessons: list[str] | None = None, check: bool = False) -> list[str]:
+    """Write the student distribution of `lessons` (default: all) to `out`; return its files.
+
+    With `check`, write nothing and return how `out` differs from a fresh distribution instead.
+    """
+    out = Path(out).expanduser().resolve()
+    if check:
+        return differences(out, contents(lessons))
+    _refuse(out)  # before the minute of building, not after
+    files = contents(lessons)
+    with tempfile.TemporaryDirectory(prefix="dist-") as scratch:  # nothing half-written if a file fails
+        write(Path(scratch), files)
+        _prepare(out)
+        for entry in Path(scratch).iterdir():
+            shutil.move(str(entry), out / entry.name)
+    return list(files)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True,
+                        help="folder to write the distribution to (outside the repository)")
+    parser.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; list how --out differs from a fresh distribution (exit 1 if it does)")
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.check:
+        found = main(out=args.out, lessons=args.lessons or None, check=True)
+        print("\n".join(found) if found else f"{args.out} is exactly what `make dist` writes now")
+        raise SystemExit(1 if found else 0)
+    files = main(out=args.out, lessons=args.lessons or None)
+    print(f"wrote the student distribution to {args.out} ({len(files)} files): publish that folder as it is. "
+          f"Students run `make lab`, `make check`, `make submit` there; see its README.md.")
