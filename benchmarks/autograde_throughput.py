@@ -10,7 +10,8 @@ Then, in the same run, it grades them with
 
 - stock nbgrader: one sequential `nbgrader autograde <lesson>` command, then (timed separately)
   one `nbgrader generate_feedback <lesson>`;
-- ours: one `python -m grader autograde <lesson>` (autograde, feedback, CSV and plot),
+- ours: one `python -m grader autograde <lesson>` (autograde, feedback, CSV and plot, every kernel
+  in the sandbox), and the same without the sandbox (`--unsafe-no-sandbox`), to price it,
 
 checks that both gradebooks hold identical scores for every test cell of every submission, and
 prints submissions per minute, CPU seconds per submission (the command and every process it
@@ -34,9 +35,8 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook
 
-from grader.course import REPO, check_lessons
-from tests.conftest import Course, make_course
-from tests.submissions import build, variants
+from grader.course import REPO, select_lessons
+from tests.support import Course, build, make_course, variants
 
 
 def submit(courses: list[Course], lesson: str, count: int, exclude: set[str]) -> list[str]:
@@ -82,11 +82,11 @@ def load() -> str:
 
 def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude: set[str], keep: Path | None) -> float:
     """Run the comparison; return ours/stock throughput ratio (autograde only)."""
-    [lesson] = check_lessons([lesson])
+    [lesson] = select_lessons([lesson])
     with tempfile.TemporaryDirectory(prefix="autograde-bench-") as scratch:
         root = keep or Path(scratch)
-        stock, ours = (make_course(root / name, cell_timeout=timeout) for name in ("stock", "ours"))
-        students = submit([stock, ours], lesson, count, exclude)
+        stock, ours, bare = (make_course(root / name, cell_timeout=timeout) for name in ("stock", "ours", "bare"))
+        students = submit([stock, ours, bare], lesson, count, exclude)
         cores = os.cpu_count()
         print(f"{lesson}: {len(students)} submissions, {cores} cores, load average {load()} (1/5/15 min)")
 
@@ -105,9 +105,13 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
                                            *(["--workers", str(workers)] if workers else [])], REPO)
         report("python -m grader autograde", ours_s, ours_cpu,
                f"; autograde, feedback, CSV and plot, {workers or cores} workers")
+        bare_s, bare_cpu, _ = timed([sys.executable, "-m", "grader", "autograde", lesson, "--course", str(bare.root),
+                                     "--force", "--unsafe-no-sandbox",
+                                     *(["--workers", str(workers)] if workers else [])], REPO)
+        report("  the same, --unsafe-no-sandbox", bare_s, bare_cpu)
 
-        theirs, mine = scores(stock, lesson, students), scores(ours, lesson, students)
-        differ = [s for s in students if theirs[s] != mine[s]]
+        theirs, mine, unboxed = (scores(course, lesson, students) for course in (stock, ours, bare))
+        differ = [s for s in students if not theirs[s] == mine[s] == unboxed[s]]
         print(f"scores identical for {len(students) - len(differ)} of {len(students)} submissions")
         for student in differ[:10]:
             print(f"  {student}: stock {theirs[student]} ours {mine[student]}")
@@ -116,6 +120,8 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
         ratio = stock_s / ours_s
         print(f"throughput ratio, ours / stock autograde:                  {ratio:.2f}x")
         print(f"throughput ratio, ours / stock autograde + feedback:       {(stock_s + feedback_s) / ours_s:.2f}x")
+        print(f"cost of the sandbox (wall, sandboxed / not):               {ours_s / bare_s:.2f}x "
+              f"({ours_cpu / bare_cpu:.2f}x CPU)")
         if differ:
             raise SystemExit(1)
         return ratio
