@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -127,14 +128,14 @@ def test_every_honest_student_has_their_exact_score_and_no_attack_gained_anythin
 def test_no_secret_reached_any_output_or_feedback(hostile):
     leaks = []
     for name in hostile.cases:
-        text = hostile.outputs(name)
+        outputs = hostile.outputs(name)  # what the kernel produced (the feedback page also shows the source)
         page = hostile.course.layout.feedback_page(name, LESSON)
-        text += page.read_text() if page.is_file() else ""
+        text = outputs + (page.read_text() if page.is_file() else "")
         for where, value in hostile.secrets.items():
             if value in text and not (where == "honest" and name == "honest_secret_holder"):
                 leaks.append(f"{name} obtained the {where} secret")
-        for proof in (f"found {hostile.token} in memory", f"{hostile.token}-network", "reached /tmp"):
-            if proof in text:
+        for proof in (f"found {hostile.token} in memory", f"{hostile.token}-network", "reached /", r"open ports: \[\d"):
+            if re.search(proof, outputs):
                 leaks.append(f"{name}: {proof}")
     assert not leaks, leaks
 
@@ -167,6 +168,7 @@ def test_no_process_of_any_submission_is_left(hostile):
 def test_feedback_carries_no_active_content(hostile):
     for name in hostile.cases:
         page = hostile.course.layout.feedback_page(name, LESSON).read_text().lower()
-        for active in ("<script", "javascript:", "<iframe", " onerror=", " onload=", "application/javascript"):
+        for active in ("<script", "<iframe", " onerror=", " onload=", "application/javascript"):
             assert active not in page, f"{name}'s feedback holds {active!r}"
+        assert not re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", page), f"{name}'s feedback links to a script"
         assert "content-security-policy" in page, f"{name}'s feedback has no Content-Security-Policy"
