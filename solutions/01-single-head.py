@@ -39,12 +39,14 @@
 # - compute the `(T, T)` score and weight matrices and draw them as heatmaps;
 # - take one output row apart into its weighted sum of value rows;
 # - pick a query row interactively and see where it sends its attention;
+# - reverse the sequence and watch the output reverse with it;
 # - make the textbook softmax overflow, and fix it;
 # - implement a stable `softmax(x, axis)` and `attention(Q, K, V)` for any batch shape (graded).
 #
 # **What you'll learn**
 # - what $Q K^\top$ computes, entry by entry, and why softmax runs along the key axis;
 # - that every output row is a convex combination (a weighted average) of the rows of $V$;
+# - that attention by itself ignores the order of the tokens;
 # - why `np.exp` overflows inside softmax, and why subtracting the row maximum changes nothing
 #   but the overflow.
 #
@@ -74,13 +76,11 @@ from IPython.display import display
 # all $T$ tokens at once. In this single head, queries, keys and values all have $D$ numbers:
 # $d_k = d_v = D$.
 #
-# The source text this lesson follows writes `Q = x @ W_q` without ever defining `W_q`, `W_k`,
-# `W_v`, and draws `x` with the unseeded `np.random.randn`, so no two runs agree. Here every
-# array is defined and drawn from one seeded generator, `np.random.default_rng(0)`, in the order
-# below, so your numbers match the ones in the text. A trained model would have learned the
-# three matrices; random ones are enough to watch the mechanism work. Their entries have variance
-# $1/D$ (standard normal divided by $\sqrt{D}$), which keeps the queries and keys on the same
-# scale as $x$ (Lesson 2 explains why that matters).
+# Every array is drawn from one seeded generator, `np.random.default_rng(0)`, in the order below,
+# so with this seed your numbers match the ones printed here. A trained model would have learned
+# the three matrices; random ones are enough to watch the mechanism work. Their entries have
+# variance $1/D$ (standard normal divided by $\sqrt{D}$), which keeps the queries and keys on the
+# same scale as $x$ (Lesson 2 explains why that matters).
 
 # %%
 rng = np.random.default_rng(0)
@@ -103,6 +103,15 @@ print("std of the entries of x, Q, K: %.2f, %.2f, %.2f" % (x.std(), Q.std(), K.s
 # %% [markdown]
 # Four tokens in, four queries, four keys and four values out, each of length 8. The entries of
 # $Q$ and $K$ have a spread similar to those of $x$ (standard deviations printed above).
+#
+# A common mistake in quick experiments is to draw with an unseeded generator (such as
+# `np.random.randn`): then every run prints different numbers, and no one can reproduce yours.
+# A generator with the same seed gives the same numbers every time; two unseeded ones do not:
+
+# %%
+print("seed 0 again gives the same x:", np.array_equal(np.random.default_rng(0).standard_normal((T, D)), x))
+print("two unseeded generators agree:",
+      np.array_equal(np.random.default_rng().standard_normal(T), np.random.default_rng().standard_normal(T)))
 
 # %% [markdown]
 # ## 2. Scores: every query against every key
@@ -115,10 +124,9 @@ print("std of the entries of x, Q, K: %.2f, %.2f, %.2f" % (x.std(), Q.std(), K.s
 # `K.T` is `(D, T)`, so `Q @ K.T` is `(T, D) @ (D, T)`, which is `(T, T)`: row $i$ holds query
 # $i$'s scores against every key.
 #
-# The source's code divides these scores by $\sqrt{D}$ at this point, while its prose says to
-# "forget scaling" for now. This lesson follows the prose: **the attention in Lesson 1 is
-# unscaled**, $\text{softmax}(Q K^\top)\,V$. The factor $1/\sqrt{d_k}$ is the subject of Lesson 2,
-# which shows what goes wrong without it.
+# Most implementations divide these scores by $\sqrt{D}$ at this point. This lesson leaves that
+# out on purpose: **the attention in Lesson 1 is unscaled**, $\text{softmax}(Q K^\top)\,V$. The
+# factor $1/\sqrt{d_k}$ is the subject of Lesson 2, which shows what goes wrong without it.
 
 # %%
 scores = Q @ K.T  # (T, D) @ (D, T) -> (T, T)
@@ -180,12 +188,11 @@ plt.show()
 # $$A_{ij} = \text{softmax}(S_{i,:})_j = \frac{e^{S_{ij}}}{\sum_{k=1}^{T} e^{S_{ik}}}, \qquad A \in \mathbb{R}^{T \times T}.$$
 #
 # The sum runs over $k$, the **key** axis, which is the last axis of `scores`: each query row is
-# normalised on its own. This is the textbook formula, exactly as the source writes it (section 6
-# shows what is wrong with it):
+# normalised on its own. This is the textbook formula (section 7 shows what is wrong with it):
 
 # %%
 def naive_softmax(s):
-    """Row-wise softmax, straight from the formula (section 6 shows its flaw)."""
+    """Row-wise softmax, straight from the formula (section 7 shows its flaw)."""
     return np.exp(s) / np.exp(s).sum(axis=-1, keepdims=True)  # (T, T) / (T, 1): each row by its own sum
 
 
@@ -342,9 +349,8 @@ display(explorer)
 
 # %% [markdown]
 # A widget is an ordinary Python object: clicking a button sets `picker.value`, which calls
-# `redraw`. Setting the value from code does exactly the same, which is also how this notebook's
-# automated checks exercise the widget without a browser. On a second copy, so the one above
-# keeps your choice:
+# `redraw`. Setting the value from code does exactly the same, so the cell below can drive the
+# widget without a browser. It works on a second copy, so the one above keeps your choice:
 
 # %%
 _, picker_copy, caption_copy = query_explorer(weights)
@@ -356,16 +362,86 @@ print("after :", caption_copy.value)
 # Query 2's largest weight is 0.345, on key 2: the same number as row 2, column 2 of the heatmap.
 
 # %% [markdown]
-# ## 6. The bug hiding in `np.exp`
+# ## 6. Attention does not know the order
+#
+# Nothing in sections 1 to 4 looks at where a token sits. The projections treat every row of $x$
+# alike, a score compares two vectors, the softmax normalises each row, and the weighted sum adds
+# the value rows in whatever order they come. So shuffle the tokens, and the outputs are shuffled
+# the same way. Write the shuffle as a permutation matrix $P$ (here, reversing the sequence):
+# $x' = P x$ gives $Q' = PQ$, $K' = PK$, $V' = PV$, then $S' = P S P^\top$ (rows and columns
+# permuted alike), $A' = P A P^\top$ (each row is normalised on its own), and, because
+# $P^\top P = I$,
+#
+# $$\text{out}' = A' V' = P A P^\top P V = P\,(A V) = P\,\text{out}.$$
+#
+# Check it: run sections 1 to 4 again on the tokens in reverse order.
+
+# %%
+reverse = np.arange(T)[::-1]  # [3, 2, 1, 0]: new position p holds token reverse[p]
+x_rev = x[reverse]  # (T, D): the same four tokens, last one first
+Q_rev, K_rev, V_rev = x_rev @ W_q, x_rev @ W_k, x_rev @ W_v  # (T, D) @ (D, D) -> (T, D) each
+weights_rev = naive_softmax(Q_rev @ K_rev.T)  # (T, D) @ (D, T) -> (T, T)
+out_rev = weights_rev @ V_rev  # (T, T) @ (T, D) -> (T, D)
+
+print("token at each position of the reversed sequence:", reverse)
+print("out_rev equals out reversed (to 1e-15):", np.allclose(out_rev, out[reverse], rtol=0, atol=1e-15))
+print("weights_rev equals weights, rows and columns reversed (to 1e-15):",
+      np.allclose(weights_rev, weights[reverse][:, reverse], rtol=0, atol=1e-15))
+print("out_rev equals out in the original order:", np.allclose(out_rev, out))
+
+# %% [markdown]
+# The comparison allows a difference of $10^{-15}$ and no more: mathematically the two are
+# identical, and in floating point they can differ only in the last digit, because the same
+# products are added up in another order. Token 3's output is the same vector whether token 3
+# comes last or first; only its row moves. The figure shows both runs side by side.
+
+# %%
+fig, axes = plt.subplots(2, 2, figsize=(12, 9), constrained_layout=True)
+order_labels = [[f"{p} (token {t})" for p, t in enumerate(order)] for order in (np.arange(T), reverse)]
+for col, (w, o, labels, name) in enumerate([(weights, out, order_labels[0], "tokens in order 0, 1, 2, 3"),
+                                            (weights_rev, out_rev, order_labels[1], "reversed: 3, 2, 1, 0")]):
+    plot_matrix(axes[0, col], w, f"Attention weights, {name}", "attention weight", vmin=0.0, vmax=1.0)
+    axes[0, col].set_xticks(range(T), labels, fontsize=8)
+    axes[0, col].set_yticks(range(T), labels, fontsize=8)
+    limit = np.abs(out).max()
+    image = axes[1, col].imshow(o, cmap="RdBu_r", vmin=-limit, vmax=limit)
+    for r in range(T):
+        for c in range(D):
+            colour = "white" if abs(o[r, c]) > 0.6 * limit else "black"  # light text on dark cells
+            axes[1, col].text(c, r, f"{o[r, c]:.2f}", ha="center", va="center", fontsize=8, color=colour)
+    axes[1, col].set_xticks(range(D))
+    axes[1, col].set_yticks(range(T), labels, fontsize=8)
+    axes[1, col].set_xlabel("output dimension (0 to D-1)")
+    axes[1, col].set_ylabel("position (token)")
+    axes[1, col].set_title(f"Output rows, {name}")
+    fig.colorbar(image, ax=axes[1, col], label="output value", shrink=0.85)
+fig.suptitle("Reverse the tokens and the attention output is reversed with them: each token keeps its output row")
+plt.show()
+
+# %% [markdown]
+# *Figure: left, the original order; right, the same tokens reversed (tick labels give each
+# position's token). The right weight matrix is the left one turned by 180 degrees, and every
+# output row on the right is the row of the same token on the left: token 0's output, for
+# example, is the bottom row on the right and the top row on the left.*
+#
+# So attention alone treats a sequence as a set: "dog bites man" and "man bites dog" would give
+# each word the same output vector, only listed in another order. A model that must know the
+# order has to put it into the vectors themselves, by adding information about each position to
+# the token's vector before the first attention layer. Those position encodings are the subject
+# of a later lesson.
+
+# %% [markdown]
+# ## 7. The bug hiding in `np.exp`
 #
 # The textbook softmax of section 3 is correct mathematics and fragile arithmetic. `np.exp`
 # grows so fast that a float64 holds $e^x$ only up to $x \approx 709.78$ (float32, the type GPUs
 # usually compute in, only up to $88.72$); beyond that it returns `inf`. A softmax row that
 # contains one `inf` computes `inf / inf`, which is `nan`.
 #
-# The source says: try it at full GPT-2 scale. So take the head size GPT-2 small uses, $D = 64$,
-# and draw $W_q$, $W_k$ the way the source's own code does, from $\mathcal{N}(0, 1)$ without the
-# $1/\sqrt{D}$ of section 1 (from a separate generator, seed 1). NumPy would print a
+# Try it at the head size GPT-2 small uses, $D = 64$, and make a common mistake on the way: draw
+# $W_q$ and $W_k$ from $\mathcal{N}(0, 1)$, without the $1/\sqrt{D}$ of section 1. Many widely
+# copied examples initialise this way (`np.random.randn(D, D)`); Lesson 2 measures what it does to
+# the size of the scores. The draws come from a separate generator, seed 1. NumPy would print a
 # `RuntimeWarning` for each overflow; `np.errstate` silences the warnings (not the overflow) so the
 # cell shows only results.
 
@@ -379,7 +455,7 @@ with np.errstate(over="ignore"):
 big_rng = np.random.default_rng(1)
 D_big = 64
 x_big = big_rng.standard_normal((T, D_big))  # (T, 64)
-W_q_big = big_rng.standard_normal((D_big, D_big))  # (64, 64), N(0, 1) as in the source: no 1/sqrt(D)
+W_q_big = big_rng.standard_normal((D_big, D_big))  # (64, 64), N(0, 1): the common mistake, no 1/sqrt(D)
 W_k_big = big_rng.standard_normal((D_big, D_big))  # (64, 64)
 scores_big = (x_big @ W_q_big) @ (x_big @ W_k_big).T  # (T, 64) @ (64, T) -> (T, T)
 
@@ -588,6 +664,8 @@ print("same as sections 3 and 4:", np.allclose(weights_check, weights), np.allcl
 batch = np.stack([x, x[::-1]])  # (2, T, D): the sequence, and the same tokens in reverse order
 out_batch, weights_batch = attention(batch @ W_q, batch @ W_k, batch @ W_v)  # (2, T, D) @ (D, D) -> (2, T, D)
 print("batched out, weights:", out_batch.shape, weights_batch.shape)
+print("the reversed sequence's output is the output reversed (section 6):",
+      np.allclose(out_batch[1], out_batch[0][::-1], rtol=0, atol=1e-15))
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 def _softmax_for_checks(x, axis=-1):
@@ -662,7 +740,10 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # **Output.** $\text{out} = AV$ is `(T, D)`. Row $i$ is $\sum_j A_{ij} v_j$, a weighted average of
 # the value rows, checked by hand for every row.
 #
-# **Overflow.** `np.exp` overflows past 709.78 in float64 (88.72 in float32). With the source's
+# **Order.** Reversing the tokens reversed the output rows and turned the weight matrix by 180
+# degrees, and nothing else: attention alone does not know where a token sits.
+#
+# **Overflow.** `np.exp` overflows past 709.78 in float64 (88.72 in float32). With the common
 # unscaled $\mathcal{N}(0, 1)$ weights at $D = 64$, scores reached the hundreds and the textbook
 # softmax returned `nan` for the two rows whose maximum exceeded that limit. Softmax is unchanged
 # by adding a constant to a row, so subtracting each row's maximum gives the same result with no

@@ -29,15 +29,16 @@
 # scores make the softmax **saturate**: each row of attention weights collapses onto a single
 # key, and the gradient that training needs to change that choice vanishes. Dividing by
 # $\sqrt{d_k}$ keeps the scores at a fixed size, whatever $d_k$ is, *provided the queries and keys
-# themselves have unit variance*. The source text this lesson is built on breaks that proviso in
-# its own demonstration, and section 5 takes its code apart to see what happens then.
+# themselves have unit variance*. A widely copied demonstration of the problem breaks that
+# proviso without noticing, and section 5 takes it apart as a common mistake worth understanding.
 #
 # **What you'll do**
 # - measure the variance of $q \cdot k$ for $d_k$ from 1 to 1024 and fit its growth;
 # - compare attention with and without the scale at $d_k = 64$: scores, weights, row entropies;
 # - follow the entropy of attention rows, and the softmax Jacobian, as $d_k$ grows;
-# - run the source text's unscaled-weight example and find out why even its scaled scores saturate;
-# - implement `scaled_dot_product_attention`, `row_entropy` and a variance prediction, and take a short quiz.
+# - run a common unscaled-initialisation example and find out why even its scaled scores saturate;
+# - implement `scaled_dot_product_attention`, the gradient that reaches the scores (`softmax_backward`)
+#   and a variance prediction, and take a short quiz.
 #
 # **What you'll learn**
 # - why $\operatorname{Var}(q \cdot k) = d_k$ for unit-variance $q$ and $k$, so the right divisor is $\sqrt{d_k}$;
@@ -312,7 +313,8 @@ plt.show()
 # $\partial L / \partial s = J^\top \partial L / \partial p$ ($J$ is symmetric). Its size is at most
 # $\lVert J \rVert_F \, \lVert \partial L / \partial p \rVert$, so if $J$ is close to zero, no loss
 # can move the scores. For a one-hot row, $p = e_m$: then $\operatorname{diag}(p) = e_m e_m^\top = p p^\top$
-# and $J = 0$ exactly.
+# and $J = 0$ exactly. (Exercise 2 asks you for $J^\top \partial L / \partial p$ itself, without
+# building $J$.)
 #
 # First, check the formula against finite differences on one row of the scaled example:
 
@@ -399,12 +401,13 @@ plt.show()
 # fall below 0.01 at $d_k = 2$ and none at any other $d_k$.
 
 # %% [markdown]
-# ## 5. The source text's example: scaled, and still saturated
+# ## 5. A common mistake: scaled, and still saturated
 #
-# The source text demonstrates the problem with this code (step 2), at $T = 4$ and $D = 64$. It
-# does not seed its random draws; `np.random.seed(0)` below makes the run reproducible, and the
-# naive softmax runs inside `np.errstate` because it is about to overflow. Otherwise the code is
-# as printed.
+# A widely copied demonstration of the problem draws the projections with `np.random.randn`,
+# standard normal entries, at $T = 4$ and $D = 64$, then computes the scores and the entropy of
+# row 0. It is worth running, because it goes wrong in an instructive way. The version below adds
+# `np.random.seed(0)`, so that every run draws the same numbers, and runs the naive softmax inside
+# `np.errstate`, because it is about to overflow; otherwise it is the usual code.
 
 # %%
 np.random.seed(0)
@@ -424,9 +427,11 @@ with np.errstate(over="ignore", invalid="ignore"):  # exp(757) overflows: keep t
     print("entropy of row 0:", -(weights[0] * np.log(weights[0] + 1e-10)).sum())
 
 # %% [markdown]
-# The scores span $-254$ to $757$, not the "$-150$ to $+200$" the text describes. Row 0's entropy
-# prints as a tiny *negative* number: the row is one-hot, and the `+ 1e-10` inside the log turns
-# $1 \cdot \log 1 = 0$ into $-\log(1 + 10^{-10})$. Row 0 hides the worse problem in row 1:
+# With this seed the scores span $-254$ to $757$: hundreds, against about $\pm 20$ for the
+# unit-variance queries and keys of section 2. Row 0's entropy prints as a tiny *negative* number:
+# the row is one-hot, and the `+ 1e-10` inside the log (a common shortcut around $\log 0$) turns
+# $1 \cdot \log 1 = 0$ into $-\log(1 + 10^{-10})$. The helper `attention_entropy` skips zero
+# weights instead and never goes below 0. Row 0 hides a worse problem in row 1:
 
 # %%
 print("weights (naive exp):")
@@ -436,9 +441,9 @@ print("largest score in each row:", np.round(scores.max(axis=-1), 1))
 print(f"np.exp overflows above {np.log(np.finfo(np.float64).max):.1f}")
 
 # %% [markdown]
-# Row 1's largest score is 757.3, above 709.8, so `np.exp` returns `inf` and `inf / inf` is `nan`.
-# The text's fix is to divide by $\sqrt{D}$, which it says brings the entropy "back near
-# $\log(T) = 1.39$":
+# Row 1's largest score is 757.3, above 709.8, so `np.exp` returns `inf` there and `inf / inf` is
+# `nan`. The usual next step is to divide by $\sqrt{D}$, expecting the entropy to come back near
+# $\log T = \log 4 = 1.39$:
 
 # %%
 scores = Q @ K.T / np.sqrt(D)
@@ -451,30 +456,37 @@ print("every row's entropy (exact):", np.round(attention_entropy(weights), 4), f
 
 # %% [markdown]
 # The overflow is gone (the largest scaled score is 94.7), but the entropy of row 0 is still 0
-# and no row gets above 0.03. **The scale did not fix the saturation here.** The variance argument
-# of section 1 assumed that the entries of $q$ and $k$ have variance 1. In this code they do not.
+# and no row gets above 0.03. **The scale did not fix the saturation here.**
 #
-# Each query entry is a sum over the $D$ input features, $q_j = \sum_{i=1}^{D} x_i\, W_{q,ij}$,
+# ### The assumption that broke
+#
+# The variance argument of section 1 assumed that the entries of $q$ and $k$ have variance 1.
+# Here each query entry is a sum over the $D$ input features, $q_j = \sum_{i=1}^{D} x_i\, W_{q,ij}$,
 # with $x_i$ and $W_{q,ij}$ independent, mean 0 and variance 1. So
 #
 # $$\operatorname{Var}(q_j) = \sum_{i=1}^{D} \operatorname{Var}(x_i)\operatorname{Var}(W_{q,ij}) = D ,$$
 #
-# and the same holds for $k_j$. For two different positions, $q$ and $k$ come from independent
-# inputs and independent weight matrices, and the argument of section 1 applies with
-# $\mathbb{E}[q_j^2] = \mathbb{E}[k_j^2] = D$ instead of 1 (entries $j \ne l$ are uncorrelated
-# because the columns of $W$ are independent):
+# and the same holds for $k_j$. On this draw:
+
+# %%
+print(f"variance of the entries: x {x.var():.2f}, W_q {W_q.var():.2f}, W_k {W_k.var():.2f}")
+print(f"variance of the entries: Q {Q.var():.1f}, K {K.var():.1f}   (D = {D})")
+
+# %% [markdown]
+# The inputs and weights have variance near 1 (0.85 to 0.98), the queries and keys 56.4 and 57.6:
+# near $D = 64$ (four rows of $x$ are a small sample), and nowhere near 1.
+#
+# For two different positions, $q$ and $k$ come from independent inputs and independent weight
+# matrices, and the argument of section 1 applies with $\mathbb{E}[q_j^2] = \mathbb{E}[k_j^2] = D$
+# instead of 1 (entries $j \ne l$ are uncorrelated because the columns of $W$ are independent):
 #
 # $$\operatorname{Var}(q \cdot k) = \sum_{j=1}^{D} \mathbb{E}[q_j^2]\,\mathbb{E}[k_j^2] = D \cdot D^2 = D^3 ,
 #   \qquad \operatorname{Var}\!\left(\frac{q \cdot k}{\sqrt{D}}\right) = D^2 .$$
 #
 # At $D = 64$ the *scaled* scores have standard deviation $D = 64$: eight times the unscaled
-# scores of section 2, which were already saturated. Measure it rather than trust it: repeat the
-# text's setup 300 times for each $D$ from 4 to 128 (fresh $W_q$, $W_k$ and $x$, $T = 8$) and
-# take the variance of the scores between different positions.
-#
-# The same draws also show the repair. Drawing $W$ with standard deviation $1/\sqrt{D}$ instead of
-# 1, i.e. using $W / \sqrt{D}$, gives $\operatorname{Var}(q_j) = D \cdot \tfrac{1}{D} = 1$. It
-# multiplies $q$ and $k$ by $1/\sqrt{D}$ each, so every score by exactly $1/D$: no new draws needed.
+# scores of section 2, which were already saturated. One draw cannot show a variance, so repeat
+# the setup 300 times for each $D$ from 4 to 128 (fresh $W_q$, $W_k$ and $x$, $T = 8$) and take
+# the variance of the scores between different positions:
 
 # %%
 rng = np.random.default_rng(3)
@@ -482,28 +494,54 @@ D_values = 2 ** np.arange(2, 8)  # 4, 8, ..., 128
 n_setups, T_sim = 300, 8
 different = ~np.eye(T_sim, dtype=bool)  # (T, T) mask: pairs of different positions
 
-setups = {
-    "W ~ N(0, 1), unscaled": lambda s, D: s,
-    "W ~ N(0, 1), scaled by 1/sqrt(D)": lambda s, D: s / np.sqrt(D),
-    "W ~ N(0, 1/D), unscaled": lambda s, D: s / D,
-    "W ~ N(0, 1/D), scaled by 1/sqrt(D)": lambda s, D: s / D / np.sqrt(D),
-}
-variances = {name: [] for name in setups}
+pair_scores = {}  # D -> scores q . k between different positions, (n * T * (T - 1),)
 for D_sim in D_values:
     x_sim = rng.standard_normal((n_setups, T_sim, D_sim))  # (n, T, D) unit-variance inputs
-    Wq_sim = rng.standard_normal((n_setups, D_sim, D_sim))  # (n, D, D) as in the text: std 1
+    Wq_sim = rng.standard_normal((n_setups, D_sim, D_sim))  # (n, D, D): std 1, the common mistake
     Wk_sim = rng.standard_normal((n_setups, D_sim, D_sim))
+    if D_sim == 64:
+        draws_64 = (x_sim, Wq_sim, Wk_sim)  # kept for the repair below
     s_sim = (x_sim @ Wq_sim) @ (x_sim @ Wk_sim).transpose(0, 2, 1)  # (n, T, D) @ (n, D, T) -> (n, T, T)
-    for name, transform in setups.items():
-        variances[name].append(transform(s_sim[:, different], D_sim).var())
+    pair_scores[D_sim] = s_sim[:, different]
 
-print("   D   " + "   ".join(f"{name:>34s}" for name in setups))
+variances = {"W ~ N(0, 1), unscaled": [pair_scores[d].var() for d in D_values],
+             "W ~ N(0, 1), scaled by 1/sqrt(D)": [(pair_scores[d] / np.sqrt(d)).var() for d in D_values]}
+print("   D   Var(q.k)   theory D^3   Var(q.k / sqrt(D))   theory D^2")
 for i, D_sim in enumerate(D_values):
-    print(f"{D_sim:4d}   " + "   ".join(f"{variances[name][i]:34.4g}" for name in setups)
-          + f"      D^3 = {D_sim ** 3}")
+    print(f"{D_sim:4d} {variances['W ~ N(0, 1), unscaled'][i]:10.4g} {D_sim ** 3:12d}"
+          f" {variances['W ~ N(0, 1), scaled by 1/sqrt(D)'][i]:20.4g} {D_sim ** 2:12d}")
+
+# %% [markdown]
+# At $D = 64$ the measured variances are $2.58 \times 10^5$ against $D^3 = 262144$, and 4028
+# after scaling against $D^2 = 4096$: the scale removes one factor of $D$ out of three.
+#
+# ### The repair: initialise with standard deviation $1/\sqrt{D}$
+#
+# Drawing $W$ with standard deviation $1/\sqrt{D}$ instead of 1 gives
+# $\operatorname{Var}(q_j) = D \cdot \tfrac{1}{D} = 1$, the setting of section 1. It needs no new
+# draws: it is $W / \sqrt{D}$, which multiplies $q$ and $k$ by $1/\sqrt{D}$ each, and so every
+# score by exactly $1/D$. Check that on the same draws, then measure the variances:
+
+# %%
+x_sim, Wq_sim, Wk_sim = draws_64  # (n, T, 64), (n, 64, 64), (n, 64, 64)
+repaired = (x_sim @ (Wq_sim / 8.0)) @ (x_sim @ (Wk_sim / 8.0)).transpose(0, 2, 1)  # (n, T, T), sqrt(64) = 8
+print("scores with W / sqrt(D) equal the std-1 scores divided by D:",
+      np.allclose(repaired[:, different], pair_scores[64] / 64))
+
+variances["W ~ N(0, 1/D), unscaled"] = [(pair_scores[d] / d).var() for d in D_values]
+variances["W ~ N(0, 1/D), scaled by 1/sqrt(D)"] = [(pair_scores[d] / d / np.sqrt(d)).var() for d in D_values]
+print("   D   Var(q.k), W ~ N(0, 1/D)   scaled by 1/sqrt(D)")
+for i, D_sim in enumerate(D_values):
+    print(f"{D_sim:4d} {variances['W ~ N(0, 1/D), unscaled'][i]:24.4g}"
+          f" {variances['W ~ N(0, 1/D), scaled by 1/sqrt(D)'][i]:21.4g}")
 slopes = {name: np.polyfit(np.log(D_values), np.log(v), 1)[0] for name, v in variances.items()}
 for name, slope in slopes.items():
     print(f"log-log slope, {name:34s}: {slope:5.2f}")
+
+# %% [markdown]
+# With the repaired initialisation the unscaled variance is close to $D$ (62.9 at $D = 64$), the
+# situation of section 1, and the scaled one stays between 0.91 and 1.01 for every $D$. All four
+# lines on one plot:
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 5), constrained_layout=True)
@@ -514,27 +552,25 @@ ax.set_xscale("log", base=2)
 ax.set_xticks(D_values, [str(d) for d in D_values])
 ax.set_xlabel("D (input width = head size)")
 ax.set_ylabel("variance of q·k between different positions")
-ax.set_title("The text's setup: the score variance grows like $D^3$, and the init decides the exponent")
+ax.set_title("Std-1 weights: the score variance grows like $D^3$; the initialisation decides the exponent")
 ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# *Figure: logarithmic axes, one line per combination of initialisation and scaling. With the
-# text's std-1 weights the variance follows $D^3$ (slope 3.02), and dividing by $\sqrt{D}$ only
-# lowers it to slope 2.02. With std $1/\sqrt{D}$ weights the unscaled variance grows like $D$
-# (slope 1.02), the situation of section 1, and the scaled one is flat at 1 (slope 0.02).*
+# *Figure: logarithmic axes, one line per combination of initialisation and scaling. With std-1
+# weights the variance follows $D^3$ (slope 3.02), and dividing by $\sqrt{D}$ only lowers it to
+# slope 2.02. With std $1/\sqrt{D}$ weights the unscaled variance grows like $D$ (slope 1.02), and
+# the scaled one is flat at 1 (slope 0.02).*
 #
-# At $D = 64$ the measured variances are $2.58 \times 10^5$ against $D^3 = 262144$, and 4028
-# after scaling against $D^2 = 4096$. Back to the text's own draw: here are its matrices, with the
-# softmax computed stably (max subtraction), next to the same $x$ and $W$ with the $1/\sqrt{D}$
-# initialisation.
+# Back to the single draw at the start of this section: its matrices, with the softmax computed
+# stably (max subtraction), next to the same $x$ and $W$ with the $1/\sqrt{D}$ initialisation.
 
 # %%
-scores_text = Q @ K.T  # (T, D) @ (D, T) -> (T, T), the text's W ~ N(0, 1)
+scores_std1 = Q @ K.T  # (T, D) @ (D, T) -> (T, T), std-1 weights
 Q_init, K_init = Q / np.sqrt(D), K / np.sqrt(D)  # the same draw with W / sqrt(D): std 1/sqrt(D) weights
 panels = [
-    ("std-1 W, unscaled", scores_text),
-    ("std-1 W, / sqrt(D)", scores_text / np.sqrt(D)),
+    ("std-1 W, unscaled", scores_std1),
+    ("std-1 W, / sqrt(D)", scores_std1 / np.sqrt(D)),
     ("std 1/sqrt(D) W, / sqrt(D)", Q_init @ K_init.T / np.sqrt(D)),  # (T, D) @ (D, T) -> (T, T)
 ]
 fig, axes = plt.subplots(2, 3, figsize=(14, 8.5), constrained_layout=True)
@@ -546,14 +582,15 @@ for col, (label, s) in enumerate(panels):
     entropies = ", ".join(f"{h:.2f}" for h in attention_entropy(w))
     draw_heatmap(axes[1, col], w, f"weights: {label}\nrow entropies {entropies}",
                  cbar_label="attention weight", vmin=0.0, vmax=1.0)
-fig.suptitle("The text's draw (np.random.seed(0), T = 4, D = 64): only fixing the init makes the rows soft")
+fig.suptitle("One draw (np.random.seed(0), T = 4, D = 64): only fixing the initialisation makes the rows soft")
 plt.show()
 
 # %% [markdown]
 # *Figure: top, scores (each panel has its own colour scale: hundreds, tens, about $\pm 1$);
-# bottom, weights on a common 0 to 1 scale, with each row's entropy in the title. The text's
-# rows are one-hot with or without the division (left, middle). With the same random draw and
-# $1/\sqrt{D}$ initialisation the scores are of order 1 and every row spreads its weight (right).*
+# bottom, weights on a common 0 to 1 scale, with each row's entropy in the title. With std-1
+# weights the rows are one-hot with or without the division (left, middle). With the same random
+# draw and $1/\sqrt{D}$ initialisation the scores are of order 1 and every row spreads its weight
+# (right).*
 #
 # ### What this says about initialisation
 #
@@ -561,14 +598,13 @@ plt.show()
 # input features; initialising $W$ with standard deviation $1/\sqrt{C}$ keeps $\operatorname{Var}(q_j)$
 # equal to the input's variance. The score $q \cdot k$ then sums over the $d_k$ entries of a head;
 # the $1/\sqrt{d_k}$ in attention keeps that at unit variance. The attention formula takes care of
-# the second sum only. The first is the job of the initialisation, and the text's `randn` weights
-# skip it.
+# the second sum only. The first is the job of the initialisation, and std-1 `randn` weights skip it.
 #
 # GPT-2 draws the weights of its query, key and value projections from $\mathcal{N}(0, 0.02^2)$,
-# a constant rather than a formula in $C$. Its attention sees LayerNorm outputs, which have unit variance per position at
-# initialisation. At GPT-2 small's width $C = 768$ (12 heads of $d_k = 64$), $1/\sqrt{C} = 0.036$,
-# so 0.02 is on the small side of the variance-preserving choice. One head at initialisation,
-# for three choices of the weights' standard deviation:
+# a constant rather than a formula in $C$, and its attention sees LayerNorm outputs, which have
+# unit variance per position at initialisation. At GPT-2 small's width $C = 768$ (12 heads of
+# $d_k = 64$), $1/\sqrt{C} = 0.036$, so 0.02 is on the small side of the variance-preserving
+# choice. Simulate 40 heads at initialisation for each of three standard deviations of the weights:
 
 # %%
 rng = np.random.default_rng(4)
@@ -576,7 +612,7 @@ C, d_head, T_gpt, n_heads_sim = 768, 64, 8, 40
 different = ~np.eye(T_gpt, dtype=bool)  # (T, T) mask: pairs of different positions
 init_weights = {}  # init name -> (n, T, T) attention weights, for the heatmaps below
 print(f"GPT-2 small width C = {C}, head size d_k = {d_head}, T = {T_gpt}; 1/sqrt(C) = {1 / np.sqrt(C):.4f}")
-for name, std in [("GPT-2, std 0.02", 0.02), ("std 1/sqrt(C)", 1 / np.sqrt(C)), ("std 1, as in the text", 1.0)]:
+for name, std in [("GPT-2, std 0.02", 0.02), ("std 1/sqrt(C)", 1 / np.sqrt(C)), ("std 1 (common mistake)", 1.0)]:
     x_gpt = rng.standard_normal((n_heads_sim, T_gpt, C))  # (n, T, C) unit-variance inputs
     Wq_gpt = rng.standard_normal((n_heads_sim, C, d_head)) * std  # (n, C, d_k): one head's query projection
     Wk_gpt = rng.standard_normal((n_heads_sim, C, d_head)) * std  # (n, C, d_k)
@@ -586,6 +622,14 @@ for name, std in [("GPT-2, std 0.02", 0.02), ("std 1/sqrt(C)", 1 / np.sqrt(C)), 
     init_weights[name] = softmax(s_gpt)
     print(f"{name:22s}: Var(q_j) = {q_gpt.var():8.3f}   std of scaled scores = {s_gpt[:, different].std():8.3f}"
           f"   mean row entropy = {attention_entropy(init_weights[name]).mean():.3f} (log T = {np.log(T_gpt):.3f})")
+
+# %% [markdown]
+# With std 0.02, $q_j$ has variance 0.31 instead of 1, the scaled scores have standard deviation
+# 0.31, and the mean row entropy is 2.038, close to the ceiling 2.079: GPT-2's heads start nearly
+# uniform and have to *learn* to focus, with a Jacobian far from zero. With std $1/\sqrt{C}$ the
+# scaled scores have standard deviation 0.99, the unit variance of section 1. With std 1 they have
+# standard deviation 754, and the mean entropy is 0.000 to three decimals: saturated before
+# training starts, with gradients too small to ever change that. The first simulated head of each:
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), constrained_layout=True)
@@ -599,13 +643,6 @@ plt.show()
 # *Figure: the weights of the first simulated head for each initialisation, on a common 0 to 1
 # scale. At std 0.02 (left) the rows are close to uniform (1/8 = 0.125 per key; no cell above
 # 0.32); at $1/\sqrt{C}$ (middle) rows prefer some keys; at std 1 (right) every row is one-hot.*
-#
-# Over all 40 simulated heads: with std 0.02, $q_j$ has variance 0.31 instead of 1, the scaled
-# scores have standard deviation 0.31, and the mean row entropy is 2.038, close to the ceiling 2.079: GPT-2's heads start
-# nearly uniform and have to *learn* to focus, with a Jacobian far from zero. With std $1/\sqrt{C}$
-# the scaled scores have standard deviation 0.99, the unit variance of section 1. With the text's
-# std 1, they have standard deviation 754, and the mean entropy is 0.000 to three decimals:
-# saturated before training starts, with gradients too small to ever change that.
 #
 # So the $\sqrt{d_k}$ is a correct and necessary fix, but it only corrects the growth with $d_k$.
 # It relies on queries and keys of unit variance (or less), which is the initialisation's job.
@@ -624,9 +661,9 @@ plt.show()
 # - **Saturation** is a property of the exact mathematical softmax: when the scores of a row are far
 #   apart, the row is one-hot and $J \approx 0$. Because max subtraction returns exactly the same
 #   weights, it cannot change saturation. Only making the scores smaller can, which is what the
-#   $\sqrt{d_k}$ does (and, for the text's weights, the initialisation).
+#   $\sqrt{d_k}$ does (and, for std-1 weights, the initialisation).
 #
-# All four combinations on the text's draw, plus the repaired initialisation:
+# All four combinations on section 5's single draw, plus the repaired initialisation:
 
 # %%
 def naive_softmax(s):
@@ -635,7 +672,7 @@ def naive_softmax(s):
         return np.exp(s) / np.exp(s).sum(axis=-1, keepdims=True)
 
 
-raw = Q @ K.T  # (T, T) the text's unscaled scores
+raw = Q @ K.T  # (T, T) section 5's unscaled scores, std-1 weights
 variants = [
     ("std-1 W, unscaled, naive exp", naive_softmax(raw)),
     ("std-1 W, unscaled, max subtracted", softmax(raw)),
@@ -752,51 +789,83 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 2: the entropy of every attention row (2 points)
+# ### Exercise 2: the gradient that reaches the scores (2 points)
 #
-# Write `row_entropy(weights)`: given attention weights of shape `(..., T_k)` whose last axis sums
-# to 1, return the entropy $H(p) = -\sum_j p_j \log p_j$ of every row, in nats (natural log), as an
-# array of shape `(...)`. Weights that are exactly 0 contribute 0, and must not produce `nan` or
-# any warning: the tests turn NumPy's floating-point warnings (such as `divide by zero encountered
-# in log`) into errors.
+# Section 4 measured the softmax Jacobian $J$ to show that a saturated row stops learning. Training
+# never builds that `(T, T)` matrix: all it needs is the gradient that arrives at the scores. Write
+# `softmax_backward(p, grad_p)`: given attention weights `p` of shape `(..., T)`, each row a
+# softmax output, and the gradient `grad_p` $= \partial L / \partial p$ of some loss, of the same
+# shape, return the gradient with respect to the scores, row by row:
+#
+# $$\frac{\partial L}{\partial s} = J^\top \frac{\partial L}{\partial p}, \qquad
+#   J = \operatorname{diag}(p) - p\,p^\top , \qquad \text{shape } (\dots, T).$$
+#
+# Work out entry $i$ of $J^\top g$ for one row with pen and paper first: the result needs only
+# elementwise products and one sum per row, and no `(T, T)` matrix. Every leading axis is a batch
+# axis (one row, `(B, T)`, `(B, h, T)`, ...). Do not modify the inputs.
 
-# %% nbgrader={"grade": false, "grade_id": "row_entropy", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def row_entropy(weights):
-    """Entropy in nats of each row (last axis) of weights (..., T_k) -> (...); 0 log 0 = 0."""
+# %% nbgrader={"grade": false, "grade_id": "softmax_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def softmax_backward(p, grad_p):
+    """dL/ds for softmax rows: p (..., T) softmax outputs, grad_p (..., T) = dL/dp -> (..., T)."""
     ### BEGIN SOLUTION
-    p = np.asarray(weights, dtype=float)
-    safe = np.where(p > 0, p, 1.0)  # log(1) = 0, so zero weights add 0 and np.log never sees a 0
-    return -(p * np.log(safe)).sum(axis=-1)
+    inner = (p * grad_p).sum(axis=-1, keepdims=True)  # (..., 1): p . g, one number per row
+    return p * (grad_p - inner)  # (diag(p) - p p^T) g = p * g - p (p . g), row by row
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "test_row_entropy", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-def check_row_entropy(weights, expected):
-    """Compare with known entropies and name the likely mistake."""
-    try:
-        with np.errstate(divide="raise", invalid="raise", over="raise"):
-            got = np.asarray(row_entropy(weights), dtype=float)
-    except FloatingPointError as err:
-        raise AssertionError(f"row_entropy computed log(0) or 0 * log(0) ({err}); in a notebook this prints a "
-                             "RuntimeWarning to stderr. Skip the zero weights: e.g. "
-                             "np.log(p, out=np.zeros_like(p), where=p > 0)") from None
+# %% [markdown]
+# With your function, give each row of section 2's weights a random upstream gradient (the same
+# for the unscaled and the scaled weights) and compare the size of what reaches the scores:
+
+# %%
+g_demo = np.random.default_rng(5).standard_normal(weights_raw.shape)  # (8, 8): a dL/dp for every row
+grad_raw = softmax_backward(weights_raw, g_demo)  # (8, 8): dL/ds, unscaled rows
+grad_scaled = softmax_backward(weights_scaled, g_demo)  # (8, 8): dL/ds, scaled rows
+print("|dL/ds| per row, unscaled:", np.round(np.linalg.norm(grad_raw, axis=-1), 4))
+print("|dL/ds| per row, scaled:  ", np.round(np.linalg.norm(grad_scaled, axis=-1), 4))
+print("every row of dL/ds sums to 0:", np.allclose(grad_raw.sum(axis=-1), 0), np.allclose(grad_scaled.sum(axis=-1), 0))
+
+# %% [markdown]
+# Rows 1, 6 and 7, the one-hot rows of section 2, pass at most 0.0017 back to their scores
+# without the scale; with it, every row passes between 0.12 and 0.42. (Rows 4 and 5, the least
+# saturated unscaled rows, pass about as much as scaled ones.) Each row of the gradient sums to 0:
+# adding the same number to every score of a row leaves its softmax unchanged, so no loss can
+# ask for that.
+
+# %% nbgrader={"grade": true, "grade_id": "test_softmax_backward", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def check_softmax_backward(p, grad_p):
+    """Compare with J^T g computed from the full Jacobian, and name the likely mistake."""
+    p_before, g_before = p.copy(), grad_p.copy()
+    jacobian = p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]  # (..., T, T)
+    expected = np.einsum("...ji,...j->...i", jacobian, grad_p)  # J^T g for every row: (..., T)
+    got = softmax_backward(p, grad_p)
+    assert np.array_equal(p, p_before) and np.array_equal(grad_p, g_before), (
+        "softmax_backward modified its inputs: compute a new array (g = g - ..., not g -= ...)")
+    got = np.asarray(got, dtype=float)
     assert got.shape == expected.shape, (
-        f"expected one entropy per row, shape {expected.shape}, got {got.shape}: sum over the last axis only")
-    assert not np.isnan(got).any(), "nan in the entropies: a weight of 0 must contribute 0 (0 log 0 = 0)"
-    if np.allclose(got, expected / np.log(2), atol=1e-8) and not np.allclose(got, expected, atol=1e-8):
-        raise AssertionError("these are entropies in bits (log base 2); use the natural log, np.log")
-    if np.allclose(got, -expected, atol=1e-8) and not np.allclose(got, expected, atol=1e-8):
-        raise AssertionError("the entropies have the wrong sign: H = -sum p log p is never negative")
-    assert np.allclose(got, expected, atol=1e-8), "entropies differ from -sum_j p_j log p_j over the last axis"
+        f"expected one gradient per score, shape {expected.shape}, got {got.shape}: keep the row axis (keepdims=True)")
+    if np.allclose(got, expected, atol=1e-10):
+        return
+    inner = (p * grad_p).sum(axis=-1, keepdims=True)  # (..., 1)
+    hints = [
+        (p * grad_p, "that is diag(p) g alone: the - p p^T part of J also subtracts p * (p . g) in every row"),
+        (grad_p - inner, "close: J^T g = p * g - p * (p . g); multiply the whole difference by p"),
+        (-expected, "the sign is flipped: J = diag(p) - p p^T gives p * g - p * (p . g)"),
+        (p * (grad_p - (p * grad_p).sum()), "p . g is one number per ROW: sum over the last axis only, keepdims=True"),
+    ]
+    for wrong, message in hints:
+        if np.allclose(got, wrong, atol=1e-10):
+            raise AssertionError(message)
+    raise AssertionError("the gradient differs from J^T g with J = diag(p) - p p^T, row by row")
 
 
-_T = 6
-_one_hot = np.eye(_T)  # (T, T): each row one-hot, entropy 0
-_uniform = np.full((2, 3, _T), 1 / _T)  # (2, 3, T): uniform rows, entropy log T
-_half = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.25, 0.5, 0.25]])  # entropies log 2 and 1.5 log 2
-check_row_entropy(_one_hot, np.zeros(_T))
-check_row_entropy(_uniform, np.full((2, 3), np.log(_T)))
-check_row_entropy(_half, np.array([np.log(2), 1.5 * np.log(2)]))
+_rng = np.random.default_rng(55)
+_s = _rng.standard_normal((2, 3, 5)) * 2  # (2, 3, 5) scores
+_p = np.exp(_s - _s.max(axis=-1, keepdims=True))
+_p = _p / _p.sum(axis=-1, keepdims=True)  # a batch of soft rows
+check_softmax_backward(_p, _rng.standard_normal((2, 3, 5)))
+check_softmax_backward(np.eye(4), _rng.standard_normal((4, 4)))  # one-hot rows: J = 0, so no gradient at all
+check_softmax_backward(np.full(6, 1 / 6), _rng.standard_normal(6))  # one uniform row, no batch axis
 print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -905,19 +974,20 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # - c) makes the attention weights slightly softer
 # - d) prevents overflow and leaves the weights, and any saturation, unchanged
 #
-# **q4.** In the source text's example ($W_q, W_k \sim \mathcal{N}(0, 1)$, $D = 64$) the rows are still
-# one-hot after dividing by $\sqrt{D}$ because
-# - a) the entries of $q$ and $k$ have variance $D$, so the scaled scores still have standard deviation $D$
-# - b) the naive `np.exp` overflows
-# - c) $T = 4$ positions are too few for a soft row
-# - d) the scale should use $T$ instead of $D$
+# **q4.** Inputs with unit-variance entries, of width $D = 64$, are projected to queries and keys by
+# $W_q, W_k$ whose entries have standard deviation 1 (not $1/\sqrt{D}$). Even after the scores are
+# divided by $\sqrt{D}$, the attention rows are one-hot, because
+# - a) the naive `np.exp` overflows, whatever the scale
+# - b) dividing by $\sqrt{D}$ is only right when $T = D$
+# - c) each entry of $q$ and $k$ has variance $D$, so the scaled scores have standard deviation $D$ rather than 1
+# - d) a softmax over $T = 4$ keys is always close to one-hot
 
 # %% nbgrader={"grade": false, "grade_id": "quiz", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
 q1 = "b"
 q2 = "c"
 q3 = "d"
-q4 = "a"
+q4 = "c"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "test_quiz", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -949,12 +1019,14 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 #
 # **Learning.** The softmax Jacobian $\operatorname{diag}(p) - p p^\top$ is zero for a one-hot row.
 # Without the scale the median row's Jacobian norm fell from 0.35 to below $10^{-5}$ as $d_k$ went
-# from 1 to 1024; with it, it stayed between 0.35 and 0.37.
+# from 1 to 1024; with it, it stayed between 0.35 and 0.37. The gradient that reaches a row's
+# scores is $J^\top g = p \odot (g - p \cdot g)$: section 2's one-hot rows passed back at most 0.0017
+# of a random upstream gradient, the scaled rows between 0.12 and 0.42.
 #
-# **The source text's example.** With $W \sim \mathcal{N}(0, 1)$ the entries of $q$ and $k$ have
-# variance $D$, the scores variance $D^3$ (measured slope 3.02), and the scaled scores variance $D^2$:
-# with `np.random.seed(0)` the scores span $-254$ to $757$, row 1 overflows to `nan`, and the scaled
-# rows are still one-hot. The $\sqrt{d_k}$ assumes unit-variance queries and keys; initialising
+# **A common mistake.** With $W \sim \mathcal{N}(0, 1)$ the entries of $q$ and $k$ have variance $D$,
+# the scores variance $D^3$ (measured slope 3.02), and the scaled scores variance $D^2$: with
+# `np.random.seed(0)` the scores span $-254$ to $757$, row 1 overflows to `nan`, and the scaled rows
+# are still one-hot. The $\sqrt{d_k}$ assumes unit-variance queries and keys; initialising
 # weights with std $1/\sqrt{C}$ provides them, and GPT-2's std 0.02 at $C = 768$ gives even smaller
 # scores, so its heads start nearly uniform.
 #

@@ -31,7 +31,8 @@
 # - write `GPTConfig` and `MultiHeadAttention` as files and import them;
 # - run the laptop checks: shape preserved, exactly $4C^2$ parameters, deterministic in eval
 #   mode, every position sees every other position;
-# - load Lesson 3's NumPy weights into the module and get the same output;
+# - load Lesson 3's NumPy weights into the module and get the same output, then take them back out
+#   (graded);
 # - compare the module with PyTorch's `scaled_dot_product_attention`, and time it against NumPy
 #   at GPT-2 small size.
 #
@@ -70,10 +71,12 @@ except ModuleNotFoundError as missing:
 #
 # A model's shape lives in one small object that every module reads. For GPT-2 small, the width
 # is $C = 768$ (`n_embd`) and there are $H = 12$ heads (`n_head`), so each head has
-# $D = C / H = 64$ dimensions (`head_size`). Dropout is 0.0, as in GPT-2's pretraining.
+# $D = C / H = 64$ dimensions (`head_size`). Dropout is 0.0: switched off, so that the module's
+# output can be compared exactly with Lesson 3's NumPy layer, which has no dropout (section 3
+# shows that `eval()` switches dropout off whatever its rate).
 #
-# The seed writes the layer as two files on disk, `config.py` and `attention.py`, because that is
-# how a real project is organised. The notebook does the same with `%%writefile` cells. The files
+# The layer lives in two files on disk, `config.py` and `attention.py`, because that is how a
+# real project is organised. The notebook writes them with `%%writefile` cells. The files
 # go into a fresh temporary folder, not next to this notebook: the notebook's own folder is the
 # lesson as handed out, and should hold nothing but the notebook. The cell below creates that
 # folder, makes it the working folder (so `%%writefile config.py` writes there) and puts it first
@@ -93,7 +96,7 @@ from dataclasses import dataclass
 class GPTConfig:
     n_embd: int = 768  # C, the model width of GPT-2 small
     n_head: int = 12  # H, the number of attention heads
-    dropout: float = 0.0  # no dropout in pretraining, as in GPT-2
+    dropout: float = 0.0  # off: outputs can be compared exactly with the NumPy layer
 
     @property
     def head_size(self) -> int:
@@ -117,8 +120,8 @@ class GPTConfig:
 #    $\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_H)\, W_o$ (the `proj`
 #    layer), with dropout on the result.
 #
-# The code is the seed's `attention.py`, with a shape comment on every reshape and matmul. There is
-# no causal mask yet: every position may look at every other, including later ones.
+# Here is `attention.py`, with a shape comment on every reshape and matmul. There is no causal
+# mask yet: every position may look at every other, including later ones.
 
 # %%
 # %%writefile attention.py
@@ -174,13 +177,11 @@ class MultiHeadAttention(nn.Module):
 # Three details of this code:
 #
 # - **One fused `qkv` layer** holds $W_q$, $W_k$ and $W_v$ side by side and computes the same numbers
-#   as three separate `Linear(C, C)` layers (Section 6 checks it). The seed adds that the fused
-#   layer is faster; Section 6 measures it rather than repeating it.
+#   as three separate `Linear(C, C)` layers (Section 6 checks it). Fusing is often said to be
+#   faster; Section 6 measures it rather than assuming it.
 # - **`bias=False` on both linear layers.** This keeps the block at exactly $4C^2$ parameters.
-#   The seed says GPT-2 and nanoGPT both turn attention biases off; that is not right. The released
-#   GPT-2 weights have a bias on both attention layers, and nanoGPT's `bias` option defaults to
-#   `True`, "like GPT-2". Leaving them out is this module's choice (one nanoGPT also offers);
-#   Exercise 1 counts the parameters both ways.
+#   It is this module's choice, not GPT-2's: a common mistake is to say GPT-2 has no attention
+#   biases, but both of its attention layers add one (Section 3 counts them).
 # - **Two dropouts**, one on the attention weights and one on the output. With `dropout = 0.0`
 #   they do nothing; Section 3 shows what they do when the rate is not zero.
 #
@@ -200,7 +201,7 @@ print("head_size:", GPTConfig().head_size)
 # %% [markdown]
 # ## 3. Run it on your laptop
 #
-# The seed's four checks, each printed and asserted. The input is random, standing in for token
+# Four checks, each printed and asserted. The input is random, standing in for token
 # embeddings: two sequences ($B = 2$) of eight positions ($T = 8$) at full GPT-2 width. PyTorch
 # draws both the module's initial weights and the input from its global generator, so
 # `torch.manual_seed(0)` makes the run reproducible.
@@ -233,6 +234,29 @@ assert n_params == 4 * config.n_embd ** 2
 print(f"12 such blocks (GPT-2 small): {12 * n_params:,}")
 
 # %% [markdown]
+# Two common mistakes about this budget are worth seeing in numbers. The first counts
+# $3 \cdot 768^2$ per layer: that is `qkv` alone ($W_q$, $W_k$, $W_v$), and it forgets the output
+# projection `proj`. The second says that GPT-2's attention has no biases. It has them: each of its
+# two attention layers, the fused projection and the output projection, adds a bias vector, $3C$
+# and $C$ numbers, as `nn.Linear` does by default (`bias=True`). Count both versions:
+
+# %%
+print(f"3 * 768^2 = {3 * 768 ** 2:,} = qkv.weight alone ({attn.qkv.weight.numel():,}); "
+      f"with proj.weight: {n_params:,}")
+with_bias = {"qkv": torch.nn.Linear(C, 3 * C), "proj": torch.nn.Linear(C, C)}  # bias=True, nn.Linear's default
+for name, layer in with_bias.items():
+    print(f"{name}.bias {tuple(layer.bias.shape)}")
+n_with_bias = sum(p.numel() for layer in with_bias.values() for p in layer.parameters())
+print(f"with biases: {n_with_bias:,} parameters = 4C^2 + 4C = {4 * C * C + 4 * C:,}")
+assert n_with_bias == 4 * C * C + 4 * C
+print(f"the biases as a share of the weights: {4 * C / (4 * C * C):.2%}")
+
+# %% [markdown]
+# The biases add $4C = 3{,}072$ numbers per block, 0.13% of its $4C^2$ weights: leaving them out
+# hardly changes the budget. Lesson 4 asks you to count this budget yourself, with and without
+# biases.
+
+# %% [markdown]
 # **Check 3: eval mode is deterministic.** `attn.eval()` switches every dropout layer off, so
 # the same input gives the same output.
 
@@ -244,11 +268,12 @@ assert torch.allclose(y1, y2)
 print("eval mode, same input twice, same output:", torch.allclose(y1, y2))
 
 # %% [markdown]
-# With `dropout = 0.0` that check cannot fail, though: there is nothing random to switch off,
-# and training mode is just as deterministic. To see what `eval()` really does, give a copy of
-# the layer a dropout rate of 0.1. In training mode each call drops a different random tenth of
-# the attention weights and of the outputs (and scales the rest by $1/0.9$); in eval mode dropout
-# is the identity.
+# With `dropout = 0.0` that check cannot fail, though: there is nothing random to switch off, and
+# training mode gives the same output as eval mode. That is why this lesson sets the rate to 0.0:
+# sections 4 and 6 compare the module with Lesson 3's NumPy layer, which has no dropout, number for
+# number. In eval mode the rate would not matter anyway. To see both, give a copy of the layer a
+# dropout rate of 0.1. In training mode each call drops a different random tenth of the attention
+# weights and of the outputs (and scales the rest by $1/0.9$); in eval mode dropout is the identity.
 
 # %%
 torch.manual_seed(1)
@@ -262,6 +287,9 @@ eval_agree = torch.allclose(attn_drop(x), attn_drop(x))
 print("dropout 0.1, train mode, two calls agree:", train_agree)
 print("dropout 0.1, eval mode,  two calls agree:", eval_agree)
 print("dropout 0.1 in eval mode equals dropout 0.0:", torch.allclose(attn_drop(x), y1))
+attn.train()
+print("dropout 0.0, train mode equals eval mode:", torch.allclose(attn(x), y1))
+attn.eval()
 assert not train_agree and eval_agree
 
 # %% [markdown]
@@ -319,8 +347,9 @@ plt.show()
 # ## 4. The NumPy layer inside the module
 #
 # The module should be Lesson 3's layer, not merely something of the same shape. Prove it: take
-# Lesson 3's function and its seed-42 weights, copy the weights into a module, and compare the
-# outputs. Here is `multi_head_attention_forward` from Lesson 3, unchanged:
+# Lesson 3's function and the weights Lesson 3 drew, copy the weights into a module, and compare
+# the outputs. This is `multi_head_attention_forward`, the layer you built in Lesson 3, provided
+# here so this notebook runs on its own:
 
 # %%
 def softmax(x, axis=-1):
@@ -483,7 +512,7 @@ attn_sdpa = SDPAMultiHeadAttention(config)
 attn_sdpa.load_state_dict(attn.state_dict())
 attn_sdpa.eval()
 with torch.no_grad():
-    print("SDPA module equals the seed's module:", torch.allclose(attn_sdpa(x), attn(x), atol=1e-6))
+    print("SDPA module equals MultiHeadAttention:", torch.allclose(attn_sdpa(x), attn(x), atol=1e-6))
 
 # %% [markdown]
 # ## 6. Timing at GPT-2 small size
@@ -528,8 +557,8 @@ with torch.no_grad():
 # - `scaled_dot_product_attention` against the explicit formula, both in float32;
 # - the fused `qkv` layer against three separate layers.
 #
-# Timings change from run to run and from machine to machine, so the course's checks do not
-# compare this cell's output, and this text quotes no numbers.
+# Timings change from run to run and from machine to machine, so the lesson quotes none of this
+# cell's numbers.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -570,76 +599,14 @@ print(f"{'qkv: three separate layers':27s} {t_three * 1e3:8.1f} ms   three / fus
 # %% [markdown]
 # ## Practice exercises
 #
-# The seed's three practice topics: the parameter budget, the fused split, and the $\sqrt{d_k}$
-# fix. Each exercise asks for one function. Replace `raise NotImplementedError()` with your code,
+# Three exercises on this lesson's own steps: the fused split, the $\sqrt{D}$ scale, and the
+# weight layout. Each asks for one function. Replace `raise NotImplementedError()` with your code,
 # run the cell, then run the test cell below it. The visible checks tell you what a failure most
 # likely means; when your notebook is graded, hidden tests call your function again on fresh
 # inputs (other widths, head counts, batch sizes and seeds), so write the general function.
-#
-# ### Exercise 1: the parameter budget (2 points)
-#
-# Write `attention_param_count(n_embd, n_head, bias=False)`: the number of parameters of this
-# lesson's attention block (the fused `qkv` layer and `proj`) for width `n_embd` and `n_head`
-# heads, with or without a bias on both layers. If `n_embd` is not divisible by `n_head`, raise a
-# `ValueError`. Return an `int`; compute it from the shapes, without building a module.
-
-# %% nbgrader={"grade": false, "grade_id": "attention_param_count", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def attention_param_count(n_embd, n_head, bias=False):
-    """Parameters of the fused-qkv attention block: qkv (3C, C) and proj (C, C), plus biases if asked."""
-    ### BEGIN SOLUTION
-    if n_embd % n_head:
-        raise ValueError(f"n_embd={n_embd} is not divisible by n_head={n_head}")
-    qkv_params = 3 * n_embd * n_embd + (3 * n_embd if bias else 0)  # weight (3C, C), bias (3C,)
-    proj_params = n_embd * n_embd + (n_embd if bias else 0)  # weight (C, C), bias (C,)
-    return int(qkv_params + proj_params)  # the head count only regroups these numbers
-    ### END SOLUTION
-
-
-# %% nbgrader={"grade": true, "grade_id": "test_attention_param_count", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-def check_attention_param_count(n_embd, n_head, bias):
-    """Visible check with a hint for the usual mistakes."""
-    layers = [torch.nn.Linear(n_embd, 3 * n_embd, bias=bias), torch.nn.Linear(n_embd, n_embd, bias=bias)]
-    expected = sum(p.numel() for layer in layers for p in layer.parameters())  # PyTorch counts for us
-    C, D = n_embd, n_embd // n_head
-    got = attention_param_count(n_embd, n_head, bias=bias)
-    assert isinstance(got, (int, np.integer)), f"return an int, got {type(got).__name__}"
-    if got != expected:
-        if got == 3 * C * C + (3 * C if bias else 0):
-            raise AssertionError("you counted W_q, W_k, W_v (the qkv layer) but not the output projection proj, (C, C)")
-        if bias and got == 4 * C * C:
-            raise AssertionError("with bias=True each layer has a bias too: 3C for qkv and C for proj")
-        if not bias and got == 4 * C * C + 4 * C:
-            raise AssertionError("with bias=False there are no biases: count the weights only")
-        if D != C and got in (4 * C * D, 4 * C * D + (4 * D if bias else 0)):
-            raise AssertionError("that is the budget of ONE head; the H heads together have C, not D, columns")
-        raise AssertionError(f"C={n_embd}, H={n_head}, bias={bias}: expected {expected:,} parameters, got {got:,}")
-
-
-def check_attention_param_count_rejects(n_embd, n_head):
-    """The count must refuse a head count that does not divide the width."""
-    try:
-        attention_param_count(n_embd, n_head)
-    except ValueError:
-        return
-    raise AssertionError(f"n_embd={n_embd} is not divisible by n_head={n_head}: raise ValueError")
-
-
-check_attention_param_count(768, 12, False)
-check_attention_param_count(768, 12, True)
-assert attention_param_count(768, 12) == sum(p.numel() for p in MultiHeadAttention(GPTConfig()).parameters()), (
-    "the count for C=768, H=12 should match the lesson's MultiHeadAttention")
-for heads in (1, 2, 3, 4, 6, 8, 12):
-    assert attention_param_count(768, heads) == attention_param_count(768, 12), (
-        f"H={heads} gave a different count than H=12: the budget does not depend on the number of heads")
-check_attention_param_count_rejects(768, 5)
-print("Exercise 1 visible checks passed (hidden tests run at grading).")
-### BEGIN HIDDEN TESTS
-# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
-assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
-### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 2: the fused split (3 points)
+# ### Exercise 1: the fused split (3 points)
 #
 # Write `split_heads(qkv_out, n_head)`: given the output of a fused `qkv` layer, a tensor of
 # shape `(B, T, 3C)` laid out as $[\,q \mid k \mid v\,]$, return the tuple `(q, k, v)`, each of
@@ -695,14 +662,14 @@ def check_split_heads(qkv_out, n_head):
 
 check_split_heads(torch.randn(2, 8, 3 * 768, generator=torch.Generator().manual_seed(11)), 12)
 check_split_heads(torch.randn(2, 6, 3 * 64, generator=torch.Generator().manual_seed(12)), 4)
-print("Exercise 2 visible checks passed (hidden tests run at grading).")
+print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 3: the $\sqrt{d_k}$ fix (3 points)
+# ### Exercise 2: the $\sqrt{d_k}$ fix (3 points)
 #
 # Write `scaled_attention_weights(q, k)`: given queries and keys of shape `(B, H, T, D)`, return
 # the attention weights
@@ -750,19 +717,18 @@ def check_scaled_attention_weights(q, k):
 
 _visible = torch.Generator().manual_seed(21)
 check_scaled_attention_weights(torch.randn(2, 3, 5, 16, generator=_visible), torch.randn(2, 3, 5, 16, generator=_visible))
-print("Exercise 3 visible checks passed (hidden tests run at grading).")
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# With your function, repeat the seed's step 2 experiment: queries and keys with unit-variance
-# entries at GPT-2's head size $D = 64$, four positions per row, averaged over 256 rows. Without
-# the scale, the scores have a standard deviation near $\sqrt{D} = 8$ and the rows are nearly
-# one-hot: their entropy is far below $\log T$, the entropy of a uniform row. With the scale, the
-# rows spread their weight again. The seed says their entropy comes back "near $\log T$"; the
-# measurement below says most of the way, not all of it.
+# With your function, repeat Lesson 2's experiment: queries and keys with unit-variance entries at
+# GPT-2's head size $D = 64$, four positions per row, averaged over 256 rows. Without the scale,
+# the scores have a standard deviation near $\sqrt{D} = 8$ and the rows are nearly one-hot: their
+# entropy is far below $\log T$, the entropy of a uniform row. With the scale, the rows spread
+# their weight again: most of the way back to $\log T$, though not all of it, as Lesson 2 found.
 
 # %%
 entropy_gen = torch.Generator().manual_seed(0)
@@ -771,8 +737,8 @@ k_unit = torch.randn(256, 1, 4, 64, generator=entropy_gen)
 
 
 def mean_row_entropy(weights):
-    """Average entropy, in nats, of the rows of (..., T, T) attention weights."""
-    return (-(weights * torch.log(weights + 1e-10)).sum(dim=-1)).mean().item()
+    """Average entropy, in nats, of the rows of (..., T, T) attention weights (0 log 0 counts as 0)."""
+    return torch.special.entr(weights).sum(dim=-1).mean().item()  # entr(p) = -p log p, and entr(0) = 0
 
 
 raw_scores = q_unit @ k_unit.transpose(-2, -1)  # (B, H, T, D) @ (B, H, D, T) -> (B, H, T, T)
@@ -793,6 +759,78 @@ with torch.no_grad():
     print("your split + your weights rebuild the module's output:", torch.allclose(y_yours, attn(x), atol=1e-6))
 
 # %% [markdown]
+# ### Exercise 3: the weights, back in Lesson 3's layout (2 points)
+#
+# Section 4 copied Lesson 3's matrices into the module. Now go the other way. Write
+# `unpack_weights(qkv_weight, proj_weight)`: given a module's `qkv.weight`, a tensor of shape
+# `(3C, C)`, and its `proj.weight`, of shape `(C, C)`, return the tuple `(Wq, Wk, Wv, Wo)` of four
+# `(C, C)` tensors in Lesson 3's layout, where each is used as `X @ W`: then
+# `multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)` computes the module's layer. Use PyTorch
+# operations, and do not modify the inputs.
+
+# %% nbgrader={"grade": false, "grade_id": "unpack_weights", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def unpack_weights(qkv_weight, proj_weight):
+    """nn.Linear weights qkv (3C, C) and proj (C, C) -> (Wq, Wk, Wv, Wo), each (C, C), used as X @ W."""
+    ### BEGIN SOLUTION
+    C = proj_weight.shape[0]
+    blocks = qkv_weight.split(C, dim=0)  # three (C, C) blocks, stored (out, in): W_q^T, W_k^T, W_v^T
+    return tuple(block.T for block in blocks) + (proj_weight.T,)  # (out, in) -> (in, out), as X @ W needs
+    ### END SOLUTION
+
+
+# %% [markdown]
+# With your function, take the weights out of section 4's float64 module `small` and give them to
+# Lesson 3's function: it should compute the module's output, and loading the unpacked matrices
+# into a fresh module should give back the same weights:
+
+# %%
+with torch.no_grad():
+    unpacked = [w.numpy() for w in unpack_weights(small.qkv.weight, small.proj.weight)]  # four (C, C) arrays
+    out_unpacked, _ = multi_head_attention_forward(X3, *unpacked, h3)  # (B, T, C)
+    print("Lesson 3's function with your matrices equals the module:", np.allclose(out_unpacked, out_module, atol=1e-12))
+    reloaded = load_numpy_weights(MultiHeadAttention(GPTConfig(n_embd=C3, n_head=h3)).double(), *unpacked)
+    print("loading them back gives the same weights:",
+          all(torch.equal(a, b) for a, b in zip(reloaded.state_dict().values(), small.state_dict().values(), strict=True)))
+
+# %% nbgrader={"grade": true, "grade_id": "test_unpack_weights", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def check_unpack_weights(C, seed):
+    """Visible check with a hint for the usual mistakes."""
+    generator = torch.Generator().manual_seed(seed)
+    qkv_weight = torch.randn(3 * C, C, generator=generator)  # (3C, C), as nn.Linear(C, 3C) stores it
+    proj_weight = torch.randn(C, C, generator=generator)  # (C, C), as nn.Linear(C, C) stores it
+    before = (qkv_weight.clone(), proj_weight.clone())
+    got = unpack_weights(qkv_weight, proj_weight)
+    assert torch.equal(qkv_weight, before[0]) and torch.equal(proj_weight, before[1]), (
+        "unpack_weights modified its inputs: build new tensors (or views) instead")
+    assert isinstance(got, (tuple, list)) and len(got) == 4, "return the four matrices (Wq, Wk, Wv, Wo) as a tuple"
+    stored = [qkv_weight[i * C:(i + 1) * C] for i in range(3)] + [proj_weight]  # (out, in) each
+    expected = [w.T for w in stored]  # Lesson 3's (in, out) layout: X @ W
+    names = ("Wq", "Wk", "Wv", "Wo")
+    for index, (name, tensor, want) in enumerate(zip(names, got, expected, strict=True)):
+        assert isinstance(tensor, torch.Tensor), f"{name} should be a torch.Tensor, got {type(tensor).__name__}"
+        assert tuple(tensor.shape) == (C, C), f"{name} should be (C, C) = {(C, C)}, got {tuple(tensor.shape)}"
+        if torch.equal(tensor, want):
+            continue
+        if torch.equal(tensor, stored[index]):
+            raise AssertionError(f"{name} is the weight as nn.Linear stores it, (out, in), for x @ W.T; Lesson 3 "
+                                 "computes X @ W, so transpose it")
+        for other, other_name in zip(expected, names, strict=True):
+            if torch.equal(tensor, other):
+                raise AssertionError(f"position {index} of the tuple holds {other_name}: the fused weight is "
+                                     "[W_q^T; W_k^T; W_v^T] from the top, and Wo comes from proj")
+        raise AssertionError(f"{name} has the right shape but the wrong values: take rows {index}*C to "
+                             f"({index}+1)*C of qkv_weight (or proj_weight for Wo) and transpose them")
+
+
+check_unpack_weights(8, 31)
+check_unpack_weights(64, 32)
+print("Exercise 3 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## Summary
 #
 # **The module.** `GPTConfig` holds the shape ($C = 768$, $H = 12$, $D = 64$, dropout 0.0) and
@@ -801,15 +839,18 @@ with torch.no_grad():
 # for all heads at once; the heads concatenated back to `(B, T, C)` and projected by `proj`.
 #
 # **The laptop checks.** The output keeps the input's shape `(2, 8, 768)`; the block has exactly
-# $4C^2 = 2{,}359{,}296$ parameters; eval mode is deterministic, and with dropout 0.1 training mode
-# is not; every output position moved when any input position did, later ones included, because
-# there is no causal mask yet.
+# $4C^2 = 2{,}359{,}296$ parameters ($3 \cdot 768^2$ is `qkv` alone; biases would add $4C$, 0.13%);
+# eval mode is deterministic, and with dropout 0.1 training mode is not, while with dropout 0.0 the
+# two modes agree, which is what lets the module be compared with NumPy exactly; every output
+# position moved when any input position did, later ones included, because there is no causal
+# mask yet.
 #
 # **The same layer as Lesson 3.** With `qkv.weight` set to $[W_q^\top; W_k^\top; W_v^\top]$ and
 # `proj.weight` to $W_o^\top$, the module reproduces `multi_head_attention_forward` to $10^{-12}$ in
 # float64 and to $10^{-4}$ in float32. Stacking the untransposed matrices gives the right shape and
-# the wrong layer. `scaled_dot_product_attention` computes the same per-head outputs as the explicit
-# formula.
+# the wrong layer. Taking each block back out and transposing it (`unpack_weights`) gives Lesson 3's
+# matrices, and Lesson 3's function then computes the module's output. `scaled_dot_product_attention`
+# computes the same per-head outputs as the explicit formula.
 #
 # **Speed** is measured, not assumed: the timing cell compares NumPy with the module at GPT-2 small
 # size on your machine.

@@ -2,7 +2,7 @@
 
 Each reference is written here from the equations, independently of the notebook: the grader runs
 it in its own process, so it must not import anything a submission could have changed. Every
-`cases` generator starts with fixed edge cases (no batch axis, one position, d_k = 1, exact zeros,
+`cases` generator starts with fixed edge cases (no batch axis, one position, d_k = 1, one-hot rows,
 scores in the hundreds) and adds random shapes; all values are drawn from `rng`, which is seeded
 afresh for every grading run. The quiz has no inputs: its kernel side only reports the letters the
 student chose, and the answer key below is compared with them here, in the grading process.
@@ -37,35 +37,28 @@ def scaled_dot_product_attention_cases(rng):
     yield call(Q, K, rng.standard_normal((2, 6, 5)))
 
 
-def row_entropy(weights):
-    p = np.asarray(weights, dtype=float)
-    terms = np.zeros_like(p)
-    positive = p > 0
-    terms[positive] = p[positive] * np.log(p[positive])  # 0 log 0 = 0: zero weights are left out
-    return -terms.sum(axis=-1)
+def softmax_backward(p, grad_p):
+    jacobian = p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]  # diag(p) - p p^T, (..., T, T)
+    return np.einsum("...ji,...j->...i", jacobian, grad_p)  # dL/ds = J^T dL/dp for every row, (..., T)
 
 
-def _rows(rng, shape, zero_share):
-    """Attention rows of `shape` (..., T): random weights, a share of them exactly 0, each row summing to 1."""
-    p = rng.dirichlet(np.ones(shape[-1]), size=shape[:-1])
-    p[rng.random(shape) < zero_share] = 0.0
-    p[..., 0] += 1e-3  # no row is all zeros
-    return p / p.sum(axis=-1, keepdims=True)
+def _softmax_rows(rng, shape, spread):
+    """Softmax rows of `shape` (..., T): the softmax of random scores with standard deviation `spread`."""
+    scores = rng.standard_normal(shape) * spread
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
-def row_entropy_cases(rng):
-    for shape in [(3, 5), (2, 4, 7), (1, 1), (2, 3, 4, 2)]:
-        yield call(_rows(rng, shape, 0.3))
-    spread = rng.dirichlet(np.ones(3), size=4)  # (4, 3): every row has three nonzero weights
-    with_zeros = np.zeros((4, 6))
-    with_zeros[:, [0, 2, 5]] = spread  # exact zeros at fixed places in every row
-    yield call(with_zeros)
-    yield call(np.eye(5)[rng.permutation(5)])  # one-hot rows: entropy 0, four zeros each
-    yield call(np.array([1.0]))  # one row of one weight: a scalar entropy of 0
-    yield call(_rows(rng, (6,), 0.0))  # one row without zeros: a scalar
-    for _ in range(2):
-        shape = (*(int(n) for n in rng.integers(1, 4, size=int(rng.integers(1, 4)))), int(rng.integers(2, 9)))
-        yield call(_rows(rng, shape, 0.3))
+def softmax_backward_cases(rng):
+    # One row of one key (the gradient is 0), one row without a batch axis, one to three batch axes.
+    for shape in [(1,), (5,), (3, 4), (2, 3, 6), (1, 1, 2), (2, 2, 2, 3)]:
+        yield call(_softmax_rows(rng, shape, 2.0), rng.standard_normal(shape))
+    yield call(np.eye(6)[rng.permutation(6)], rng.standard_normal((6, 6)))  # one-hot rows: J = 0, no gradient
+    yield call(np.full((3, 5), 0.2), rng.standard_normal((3, 5)))  # uniform rows
+    yield call(_softmax_rows(rng, (4, 8), 8.0), rng.standard_normal((4, 8)) * 10)  # nearly saturated rows
+    for _ in range(3):
+        shape = (*(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, 3)))), int(rng.integers(2, 10)))
+        yield call(_softmax_rows(rng, shape, float(rng.uniform(0.5, 5.0))), rng.standard_normal(shape))
 
 
 def predicted_score_std(d_model, d_k, weight_std, scaled):
@@ -84,7 +77,7 @@ def predicted_score_std_cases(rng):
         yield call(*config)
 
 
-QUIZ_KEY = {"q1": "b", "q2": "c", "q3": "d", "q4": "a"}
+QUIZ_KEY = {"q1": "b", "q2": "c", "q3": "d", "q4": "c"}
 
 
 def quiz_answers():
@@ -107,8 +100,8 @@ def quiz_letters(expected, got):
 CHECKS = {
     "test_scaled_dot_product_attention": Check("scaled_dot_product_attention", scaled_dot_product_attention,
                                                scaled_dot_product_attention_cases, strict_floats=True),
-    "test_row_entropy": Check("row_entropy", row_entropy, row_entropy_cases, compare=Same(array_like=True),
-                              strict_floats=True),
+    "test_softmax_backward": Check("softmax_backward", softmax_backward, softmax_backward_cases,
+                                   compare=Same(array_like=True), unchanged_args=True),
     "test_predicted_score_std": Check("predicted_score_std", predicted_score_std, predicted_score_std_cases,
                                       compare=Same(rtol=0.01)),
     "test_quiz": Check("quiz_answers", quiz_answers, quiz_answers_cases, compare=quiz_letters, fixed_inputs=True),

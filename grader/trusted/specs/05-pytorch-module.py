@@ -2,53 +2,20 @@
 
 The lesson's exercises are written in PyTorch, but this spec is not: every reference is NumPy,
 written here from the equations, so the grading process never imports torch (nor anything a
-submission could have changed). The two tensor exercises are declared with `tensors=True`: the
+submission could have changed). The three exercises take and return tensors (`tensors=True`): the
 kernel-side harness hands the student's function `torch.from_numpy` views of the inputs drawn here
 (float32, PyTorch's default, as in the lesson) and converts the tensors it returns back to NumPy
 arrays before reporting them; a NumPy array where a tensor belongs is rejected there. The float32
 results are compared with float64 references, within the tolerance the visible checks use.
 
 Every `cases` generator starts with fixed edge cases (one head, one position, one head per
-feature, GPT-2's own sizes) that every common mistake fails, then adds random shapes; all values
-are drawn from `rng`, which is seeded afresh for every grading run.
+feature, GPT-2's head size, a width of one) that every common mistake fails, then adds random
+shapes; all values are drawn from `rng`, which is seeded afresh for every grading run.
 """
 
 import numpy as np
 
 from grader.trusted import Check, Same, call
-from grader.trusted.spec import describe
-from grader.trusted.wire import Raised
-
-
-def attention_param_count(n_embd, n_head, bias=False):
-    if n_embd % n_head:
-        raise ValueError(f"n_embd={n_embd} is not divisible by n_head={n_head}")
-    weights = 3 * n_embd * n_embd + n_embd * n_embd  # qkv (3C, C) and proj (C, C): whatever the head count
-    biases = 3 * n_embd + n_embd if bias else 0  # qkv (3C,) and proj (C,)
-    return weights + biases
-
-
-def attention_param_count_cases(rng):
-    configs = [(64, 4, True), (64, 4, False), (12, 3, False), (10, 1, True), (6, 6, True), (1024, 16, True),
-               (768, 12, True)]  # (C, H, bias)
-    for C, H, bias in configs:
-        yield call(C, H, bias=bias)
-    yield call(48, 8)  # bias left at its default, False
-    for _ in range(3):
-        H, D = int(rng.integers(1, 17)), int(rng.integers(1, 65))
-        yield call(H * D, H, bias=bool(rng.integers(2)))
-    for C, H in [(10, 4), (64, 3)]:
-        yield call(C, H).raises(ValueError)
-    H = int(rng.integers(2, 13))
-    yield call(H * int(rng.integers(1, 33)) + int(rng.integers(1, H)), H, bias=bool(rng.integers(2))).raises(ValueError)
-
-
-def exact_int(expected, got):
-    """The default comparison, for an int only: as the visible check says, a float with the right value is wrong."""
-    if isinstance(expected, int) and not isinstance(got, Raised) and (
-            isinstance(got, bool) or not isinstance(got, (int, np.integer))):
-        return f"returned {describe(got)}, expected an int"
-    return Same()(expected, got)
 
 
 def split_heads(qkv_out, n_head):
@@ -84,10 +51,23 @@ def scaled_attention_weights_cases(rng):
         yield call(rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32))
 
 
+def unpack_weights(qkv_weight, proj_weight):
+    C = proj_weight.shape[0]
+    blocks = [qkv_weight[i * C:(i + 1) * C] for i in range(3)]  # nn.Linear's (out, in) blocks: W_q^T, W_k^T, W_v^T
+    return tuple(block.T for block in blocks) + (proj_weight.T,)  # Lesson 3's (in, out) layout, used as X @ W
+
+
+def unpack_weights_cases(rng):
+    for C in [1, 2, 3, 12, 48]:  # fixed widths: one feature (a transpose changes nothing), then several
+        yield call(rng.standard_normal((3 * C, C)).astype(np.float32), rng.standard_normal((C, C)).astype(np.float32))
+    for C in (int(n) for n in rng.integers(4, 41, size=2)):
+        yield call(rng.standard_normal((3 * C, C)).astype(np.float32), rng.standard_normal((C, C)).astype(np.float32))
+
+
 CHECKS = {
-    "test_attention_param_count": Check("attention_param_count", attention_param_count, attention_param_count_cases,
-                                        compare=exact_int),
     "test_split_heads": Check("split_heads", split_heads, split_heads_cases, unchanged_args=True, tensors=True),
     "test_scaled_attention_weights": Check("scaled_attention_weights", scaled_attention_weights,
                                            scaled_attention_weights_cases, compare=Same(atol=1e-6), tensors=True),
+    "test_unpack_weights": Check("unpack_weights", unpack_weights, unpack_weights_cases, unchanged_args=True,
+                                 tensors=True),
 }
