@@ -642,7 +642,7 @@ print("same weights, concat and output as sections 2 to 5:", np.allclose(cache["
 #
 # You could compute the same layer with a Python loop: slice head $i$'s columns of the
 # projections, run single-head attention, collect the outputs, concatenate. The result is
-# identical. The course always uses the batched form instead, for two reasons:
+# identical. This course always uses the batched form instead, for two reasons:
 #
 # - **It is the formula.** One computation over a `(B, h, T, hs)` array is the equation above with
 #   $h$ as a batch axis. There is no slice arithmetic (`i * hs:(i + 1) * hs`) to get wrong, and the
