@@ -51,9 +51,9 @@
 # - single-head attention (Lesson 1) and the $\sqrt{d_k}$ scaling (Lesson 2);
 # - NumPy `reshape`, `transpose` and broadcasting over leading axes.
 #
-# Two graded exercises sit in the lesson, where their ideas are taught, and three practice
-# exercises close it. Their visible checks run as you work; hidden tests with fresh inputs run
-# when your notebook is graded.
+# Two graded exercises sit in the lesson, where their ideas are taught, and two practice
+# exercises (three functions) close it. Their visible checks run as you work; hidden tests with
+# fresh inputs run when your notebook is graded.
 
 # %%
 import os
