@@ -14,87 +14,261 @@
 # ---
 
 # %% [markdown]
-# # Lesson 3: Parallel attention and concatenation
+# # Lesson 3: Splitting into heads, attending in parallel, concatenating
 #
 # In Lesson 1 you computed attention for one head: one query matrix, one key matrix, one value
 # matrix, one $(T, T)$ table of weights. A transformer layer runs $h$ of these heads side by side.
-# It projects the input $X$ of shape `(B, T, C)` to queries, keys and values, carves the width
-# $C$ into $h$ heads of size $hs = C / h$, and lifts the head axis up front so that every tensor
-# is `(B, h, T, hs)`.
+# It projects the input $X$ of shape `(B, T, C)` to queries, keys and values of the full width
+# $C$, carves that width into $h$ heads of size $hs = C / h$, runs attention in every head at
+# once, glues the heads' outputs back together and passes them through an output projection
+# $W_o$.
 #
-# This lesson runs the machine. You will send all $h$ heads through scaled dot-product attention
-# at once, with NumPy matrix multiplications that broadcast over the head axis, concatenate the
-# results back into one vector per position, and pass them through the output projection
-# $W_o$. The result is `multi_head_attention_forward`, the function every block of a GPT calls.
+# This lesson builds that layer from its pieces, and you write it: first the split of the width
+# into heads, then the whole forward pass, `multi_head_attention_forward`, the function every
+# block of a GPT calls.
 #
-# The idea to hold onto: **"multi-head" does not mean a loop over heads.** NumPy treats the head
-# axis exactly like the batch axis, so one `@` computes every head's scores in every batch
-# element at the same time.
+# The idea to hold onto: **"multi-head" does not mean a loop over heads.** After the split, the
+# head axis is one more leading axis, and NumPy's `@` treats it exactly like the batch axis, so
+# one matrix multiplication computes every head's scores in every batch element.
 #
 # **What you'll do**
-# - run scaled dot-product attention over all $h$ heads with 4-D matmuls;
-# - implement `multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)` and walk its shapes;
+# - split `(B, T, C)` into `(B, h, T, hs)` with a reshape and a transpose, and draw which
+#   features go to which head;
+# - write `split_heads(x, h)` (graded);
+# - run Lesson 1's `attention` over all $h$ heads at once, unchanged, on 4-D arrays;
 # - draw every head's $(T, T)$ attention pattern as a heatmap;
-# - concatenate the heads with a transpose and a reshape, and watch what breaks without the transpose.
+# - concatenate the heads with a transpose and a reshape, and watch what breaks without the transpose;
+# - write `multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)` (graded) and walk its shapes;
+# - measure the batched layer against a loop over heads, and check that the transposes copy nothing.
 #
 # **What you'll learn**
+# - which of the $C$ features each head owns, and the shape after every step of the split;
 # - the shape of every intermediate: scores `(B, h, T, T)`, per-head output `(B, h, T, hs)`, concat `(B, T, C)`;
-# - why concatenation is a memory reshuffle with no arithmetic;
-# - why the output projection $W_o$ is the only place where heads interact.
+# - why the split and the concatenation move no numbers and compute nothing;
+# - that the output is a sum of one term per head, one for each block of rows of $W_o$.
 #
 # **What you'll need**
 # - single-head attention (Lesson 1) and the $\sqrt{d_k}$ scaling (Lesson 2);
-# - NumPy broadcasting over leading axes.
+# - NumPy `reshape`, `transpose` and broadcasting over leading axes.
 #
-# Three graded exercises close the lesson. Their visible checks run as you work; hidden tests
-# with fresh inputs run when your notebook is graded.
+# Two graded exercises sit in the lesson, where their ideas are taught, and two practice
+# exercises (three functions) close it. Their visible checks run as you work; hidden tests with
+# fresh inputs run when your notebook is graded.
 
 # %%
+import os
 import time
+import tracemalloc
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 # %% [markdown]
-# ## 1. Attention over the head axis
+# ## 1. Splitting the width into heads
 #
-# For one head with $Q, K, V$ of shape `(T, hs)`, scaled dot-product attention is
+# The three projections work on the full width, exactly as in Lesson 1:
 #
-# $$\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{Q K^\top}{\sqrt{hs}}\right) V .$$
+# $$Q = X W_q, \qquad K = X W_k, \qquad V = X W_v, \qquad X, Q, K, V \in \mathbb{R}^{B \times T \times C}.$$
+#
+# Each of the $C$ features of $Q$ (and of $K$ and $V$) belongs to exactly one head. Head $i$ owns
+# the $hs$ consecutive features $i \cdot hs$ to $(i+1) \cdot hs - 1$:
+#
+# $$Q_i = Q[\,:, :, \; i \cdot hs : (i+1) \cdot hs\,] \in \mathbb{R}^{B \times T \times hs}, \qquad i = 0, \dots, h-1 .$$
+#
+# Instead of slicing $h$ times, two array operations rearrange all heads at once:
+#
+# 1. **Reshape** `(B, T, C)` to `(B, T, h, hs)`. `reshape` reads the numbers in memory order and
+#    only changes how they are indexed: the last axis of length $C$ becomes two axes $(h, hs)$,
+#    so entry `[b, t, i, a]` is feature $i \cdot hs + a$ of position $t$. No number moves.
+# 2. **Transpose** `(B, T, h, hs)` to `(B, h, T, hs)` with `.transpose(0, 2, 1, 3)`, which swaps
+#    the position and head axes. Now `[b, i]` is head $i$'s whole `(T, hs)` matrix: all $T$
+#    positions, its own $hs$ features. A transpose changes only the strides (the steps through
+#    memory), so it returns a view and copies nothing either.
+#
+# To see where every number goes, take a tiny example whose entries say where they came from:
+# one sequence ($B = 1$) of $T = 3$ positions, width $C = 8$, $h = 4$ heads of $hs = 2$. Entry
+# $(t, c)$ holds the number $10t + c$, so `21` is feature 1 of position 2.
+
+# %%
+T_toy, C_toy, h_toy = 3, 8, 4
+hs_toy = C_toy // h_toy  # head size 2
+toy = (10 * np.arange(T_toy)[:, None] + np.arange(C_toy)[None, :])[None]  # (1, T, C): entry 10*t + c
+
+toy_4d = toy.reshape(1, T_toy, h_toy, hs_toy)  # (B, T, C) -> (B, T, h, hs)
+toy_heads = toy_4d.transpose(0, 2, 1, 3)  # (B, T, h, hs) -> (B, h, T, hs)
+print("x             :", toy.shape, "(B, T, C)")
+print("after reshape :", toy_4d.shape, "(B, T, h, hs)")
+print("after transpose:", toy_heads.shape, "(B, h, T, hs)")
+print("position 2 of x:", toy[0, 2])
+print("position 2 after the reshape, one row per head:")
+print(toy_4d[0, 2])
+print("head 1 after the transpose, features 2 and 3 at every position:")
+print(toy_heads[0, 1])
+print("reshape and transpose are views of x's memory (no copy):",
+      np.shares_memory(toy_4d, toy), np.shares_memory(toy_heads, toy))
+
+# %% [markdown]
+# After the reshape, position 2's eight features sit in four rows of two, one row per head. After
+# the transpose, head 1 is a `(3, 2)` matrix holding features 2 and 3 of positions 0, 1 and 2.
+#
+# The same picture for every head, with each number coloured by the head that owns its feature.
+# The bottom row is a common mistake: reshaping straight to `(B, h, T, hs)`, without the
+# transpose. It has the right shape, and `reshape` accepts it, because the element count is the
+# same.
+
+# %%
+toy_wrong = toy.reshape(1, h_toy, T_toy, hs_toy)  # (B, T, C) -> (B, h, T, hs) directly: legal, but wrong
+owner_cmap = plt.colormaps["tab10"].resampled(h_toy)  # one colour per head
+
+
+def draw_values(ax, values, title, xlabel, ylabel):
+    """Show an integer table, each cell coloured by the head that owns its feature (value % 10 // hs)."""
+    image = ax.imshow(values % 10 // hs_toy, cmap=owner_cmap, vmin=-0.5, vmax=h_toy - 0.5)
+    for (r, c), value in np.ndenumerate(values):
+        ax.text(c, r, f"{value:02d}", ha="center", va="center", fontsize=10, color="white")
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(range(values.shape[1]))
+    ax.set_yticks(range(values.shape[0]))
+    return image
+
+
+fig = plt.figure(figsize=(12, 8.2), constrained_layout=True)
+grid = fig.add_gridspec(3, h_toy, height_ratios=[1.0, 1.0, 1.0])
+image = draw_values(fig.add_subplot(grid[0, :]), toy[0], "x, shape (T, C) = (3, 8): entry 10*t + c",
+                    "feature c", "position t")
+for i in range(h_toy):
+    draw_values(fig.add_subplot(grid[1, i]), toy_heads[0, i], f"reshape + transpose: head {i}",
+                "feature within the head", "position t" if i == 0 else "")
+    draw_values(fig.add_subplot(grid[2, i]), toy_wrong[0, i], f"reshape only (wrong): head {i}",
+                "feature within the head", "row of the head's matrix" if i == 0 else "")
+fig.colorbar(image, ax=fig.axes, ticks=range(h_toy), shrink=0.6, label="head that owns the feature (c // hs)")
+fig.suptitle("Splitting C = 8 features into h = 4 heads of hs = 2 (B = 1, T = 3)")
+plt.show()
+
+# %% [markdown]
+# *Figure: top, the `(T, C)` input, each column coloured by the head that owns that feature: four
+# bands of two columns. Middle, the correct split: each head's `(T, hs)` matrix is a single colour
+# (only its own features) and row $t$ is position $t$ (the tens digit). Bottom, reshape without
+# transpose: head 0's rows are features 0 to 5 of position 0, so its "positions" are pieces of one
+# token; every other head mixes the features of several heads, and heads 1 and 2 also mix
+# positions.*
+#
+# The wrong split gives no error. Check it against the correct one:
+
+# %%
+print("same shape as the correct split: ", toy_wrong.shape == toy_heads.shape)
+print("same values as the correct split:", np.array_equal(toy_wrong, toy_heads))
+print("wrong head 0, row 1:", toy_wrong[0, 0, 1], "= features 2 and 3 of position 0, not position 1")
+
+# %% [markdown]
+# ### The lesson's batch
+#
+# From here on the lesson works on a real batch: two sequences ($B = 2$) of six positions
+# ($T = 6$), width $C = 64$, $h = 4$ heads of size $hs = 16$. Everything is drawn from
+# `np.random.default_rng(42)`, in the order below, so the run is reproducible to the last digit.
+# The projections are initialised at scale 0.2 rather than the 0.02 used in real training, so
+# that the attention weights come out visibly different from uniform.
+
+# %%
+rng = np.random.default_rng(42)
+B, T, C, h = 2, 6, 64, 4
+hs = C // h  # head size, 16
+
+X = rng.standard_normal((B, T, C))  # unit-scale inputs, (B, T, C)
+Wq = rng.standard_normal((C, C)) * 0.2  # 0.2 init so attention differentiates
+Wk = rng.standard_normal((C, C)) * 0.2
+Wv = rng.standard_normal((C, C)) * 0.2
+Wo = rng.standard_normal((C, C)) * 0.2
+print("X:", X.shape, " Wq, Wk, Wv, Wo:", Wq.shape, "each")
+
+# %% [markdown]
+# ### Exercise 1: split the width into heads (3 points)
+#
+# Write `split_heads(x, h)`: given an array `x` of shape `(B, T, C)` and a head count `h` that
+# divides `C`, return the array of shape `(B, h, T, hs)`, $hs = C / h$, whose `[b, i]` entry is
+# head $i$'s `(T, hs)` matrix: columns `i*hs` to `(i+1)*hs` of `x[b]`. Use a reshape and a
+# transpose, no loop. Do not modify `x` (returning a view of it is fine).
+
+# %% nbgrader={"grade": false, "grade_id": "split_heads", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def split_heads(x, h):
+    """Split the last axis into h heads: x (B, T, C) -> (B, h, T, hs), hs = C // h."""
+    ### BEGIN SOLUTION
+    B, T, C = x.shape
+    return x.reshape(B, T, h, C // h).swapaxes(1, 2)  # (B, T, C) -> (B, T, h, hs) -> (B, h, T, hs), a view
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_split_heads", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def check_split_heads(x, h):
+    """Visible check with a hint for the usual mistakes."""
+    B, T, C = x.shape
+    hs = C // h
+    before = x.copy()
+    got = split_heads(x, h)
+    assert isinstance(got, np.ndarray), f"split_heads should return a NumPy array, got {type(got).__name__}"
+    assert np.array_equal(x, before), "split_heads modified its input: reshape and transpose never need to"
+    if got.shape == (B, T, h, hs) and (B, T, h, hs) != (B, h, T, hs):
+        raise AssertionError(f"got shape (B, T, h, hs) = {got.shape}: you reshaped but did not transpose; "
+                             "move the head axis in front of T with .transpose(0, 2, 1, 3)")
+    assert got.shape == (B, h, T, hs), f"expected shape (B, h, T, hs) = {(B, h, T, hs)}, got {got.shape}"
+    expected = np.stack([x[:, :, i * hs:(i + 1) * hs] for i in range(h)], axis=1)  # (B, h, T, hs), head by head
+    if np.array_equal(got, expected):
+        return
+    if np.array_equal(got, x.reshape(B, h, T, hs)):
+        raise AssertionError("the shape is right but the heads hold the wrong numbers: you reshaped straight "
+                             "to (B, h, T, hs), which mixes positions; reshape to (B, T, h, hs), then transpose")
+    if np.array_equal(got, x.reshape(B, T, hs, h).transpose(0, 3, 1, 2)):
+        raise AssertionError("the heads' features are interleaved: head i owns the consecutive columns "
+                             "i*hs:(i+1)*hs, so split the last axis as (h, hs), not (hs, h)")
+    raise AssertionError("head i should hold columns i*hs:(i+1)*hs of x, at every position, in order")
+
+
+check_split_heads(toy, h_toy)  # the (1, 3, 8) example of the figure
+check_split_heads(X @ Wq, h)  # the lesson's queries, (2, 6, 64) into 4 heads
+check_split_heads(np.random.default_rng(1).standard_normal((3, 5, 12)), 1)  # one head: hs = C
+print("Exercise 1 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# With your function, split the lesson's projections. Head $i$ of the split should be exactly the
+# slice $Q_i$ of the equation above, for every head:
+
+# %%
+Q = split_heads(X @ Wq, h)  # (B, T, C) @ (C, C) -> (B, T, C) -> (B, h, T, hs)
+K = split_heads(X @ Wk, h)  # (B, h, T, hs)
+V = split_heads(X @ Wv, h)  # (B, h, T, hs)
+print("Q, K, V:", Q.shape, K.shape, V.shape, "(B, h, T, hs)")
+print("Q[:, i] equals (X @ Wq)[:, :, i*hs:(i+1)*hs] for i = 0..3:",
+      [np.array_equal(Q[:, i], (X @ Wq)[:, :, i * hs:(i + 1) * hs]) for i in range(h)])  # inspection only
+
+# %% [markdown]
+# ## 2. Attention over the head axis
+#
+# For one head with $Q_i, K_i, V_i$ of shape `(T, hs)`, scaled dot-product attention is
+#
+# $$\text{head}_i = \text{softmax}\!\left(\frac{Q_i K_i^\top}{\sqrt{hs}}\right) V_i .$$
+#
+# The scale is Lesson 2's $\sqrt{d_k}$, and here $d_k = hs$: each score is a dot product of two
+# $hs$-vectors, not of two $C$-vectors.
 #
 # After the split, $Q$, $K$ and $V$ carry two leading axes: they are `(B, h, T, hs)`. The formula
 # does not change. `np.matmul` (the `@` operator) treats every axis except the last two as a batch
-# axis, so a matmul between `(B, h, T, hs)` and `(B, h, hs, T)` runs an independent `(T, hs) @ (hs, T)`
-# product for each of the $B \times h$ (batch, head) pairs and returns `(B, h, T, T)`.
+# axis, so a matmul between `(B, h, T, hs)` and `(B, h, hs, T)` runs an independent
+# `(T, hs) @ (hs, T)` product for each of the $B \times h$ (batch, head) pairs and returns
+# `(B, h, T, T)`.
 #
-# The only change from single-head code is which axes of $K$ are swapped to form $K^\top$. Before,
-# $K$ was `(B, T, hs)` and you wrote `K.transpose(0, 2, 1)`. Now $K$ is `(B, h, T, hs)` and you swap
-# the last two axes, 2 and 3, with `K.transpose(0, 1, 3, 2)`, giving `(B, h, hs, T)`. The batch and
-# head axes ride along untouched.
+# The transpose $K^\top$ must swap only the last two axes. That is what Lesson 1's `attention`
+# already does: it forms $K^\top$ with `np.swapaxes(K, -2, -1)`, whatever the number of leading
+# axes, and its softmax runs over the last axis. So Lesson 1's function works on the 4-D head
+# layout unchanged. Here it is again, with the stable softmax it calls (subtracting each row's
+# maximum $m$ changes nothing mathematically and keeps `np.exp` from overflowing):
 #
-# A quick check of that rule on random arrays (the values do not matter here, only the shapes):
-
-# %%
-shape_rng = np.random.default_rng(0)
-Q_demo = shape_rng.standard_normal((2, 4, 6, 16))  # (B, h, T, hs)
-K_demo = shape_rng.standard_normal((2, 4, 6, 16))  # (B, h, T, hs)
-
-K_demo_T = K_demo.transpose(0, 1, 3, 2)  # (B, h, T, hs) -> (B, h, hs, T)
-print("K^T               :", K_demo_T.shape)
-print("Q @ K^T           :", (Q_demo @ K_demo_T).shape, "(B, h, T, T)")
-
-# One (batch, head) pair computed on its own agrees with its slice of the batched product.
-one_pair = Q_demo[1, 2] @ K_demo[1, 2].T  # (T, hs) @ (hs, T) -> (T, T)
-print("slice [1, 2] equals the single-head product:", np.allclose((Q_demo @ K_demo_T)[1, 2], one_pair))
-
-# %% [markdown]
-# Softmax runs over the **last** axis, so that each query row becomes a probability distribution
-# over the $T$ key positions, separately for every batch element and head. Subtracting each row's
-# maximum before exponentiating changes nothing mathematically,
-#
-# $$\text{softmax}(x)_j = \frac{e^{x_j}}{\sum_k e^{x_k}} = \frac{e^{x_j - m}}{\sum_k e^{x_k - m}}, \qquad m = \max_k x_k ,$$
-#
-# but it keeps every exponent at or below zero, so `np.exp` cannot overflow (Lesson 1 shows the overflow).
+# $$\text{softmax}(x)_j = \frac{e^{x_j - m}}{\sum_k e^{x_k - m}}, \qquad m = \max_k x_k .$$
 
 # %%
 def softmax(x, axis=-1):
@@ -104,98 +278,36 @@ def softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def attention(Q, K, V):
+    """Lesson 1's unscaled attention. Q, K: (..., T, d_k); V: (..., T, d_v) -> (out, weights)."""
+    scores = Q @ np.swapaxes(K, -2, -1)  # (..., T, d_k) @ (..., d_k, T) -> (..., T, T)
+    weights = softmax(scores, axis=-1)  # (..., T, T), normalised over the keys
+    return weights @ V, weights  # (..., T, T) @ (..., T, d_v) -> (..., T, d_v)
+
+
 # %% [markdown]
-# ## 2. The full forward pass
-#
-# The layer is four steps. With $X$ of shape `(B, T, C)` and four `(C, C)` matrices:
-#
-# 1. **Project and split.** $Q = X W_q$, $K = X W_k$, $V = X W_v$, each `(B, T, C)`, reshaped to
-#    `(B, T, h, hs)` and transposed to `(B, h, T, hs)`.
-# 2. **Attend, all heads at once.** $\text{head}_i = \text{softmax}\!\left(Q_i K_i^\top / \sqrt{hs}\right) V_i$,
-#    computed for every $i$ by one batched matmul: scores `(B, h, T, T)`, per-head output `(B, h, T, hs)`.
-# 3. **Concatenate.** $\text{Concat}(\text{head}_1, \dots, \text{head}_h)$: `(B, h, T, hs)` to
-#    `(B, T, h, hs)` to `(B, T, C)`.
-# 4. **Mix.** $\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_o$, `(B, T, C)`.
-#
-# The function returns the output and a `cache` of every intermediate, so that you (and the
-# exercises) can inspect each stage.
+# Lesson 1's `attention` has no scale. Since $(Q_i / \sqrt{hs})\, K_i^\top = Q_i K_i^\top / \sqrt{hs}$,
+# passing `Q / np.sqrt(hs)` gives scaled attention. One call now attends in all $2 \times 4 = 8$
+# (batch, head) pairs:
 
 # %%
-def multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h):
-    """Multi-head self-attention: X (B, T, C) -> (out (B, T, C), cache of intermediates)."""
-    B, T, C = X.shape
-    if C % h:
-        raise ValueError(f"model width C={C} is not divisible by h={h} heads")
-    hs = C // h  # head size
+per_head, weights = attention(Q / np.sqrt(hs), K, V)  # (B, h, T, hs) each -> (B, h, T, hs), (B, h, T, T)
+print("K^T      :", np.swapaxes(K, -2, -1).shape, "(B, h, hs, T)")
+print("weights  :", weights.shape, "(B, h, T, T)")
+print("per_head :", per_head.shape, "(B, h, T, hs)")
+rowsums = weights.sum(axis=-1)  # (B, h, T)
+print("all 2 * 4 * 6 = 48 attention rows sum to 1:", np.allclose(rowsums, 1.0))
 
-    # 1. Project the full width, split C into h heads, lift the head axis up front.
-    Q = (X @ Wq).reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, T, h, hs) -> (B, h, T, hs)
-    K = (X @ Wk).reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, h, T, hs)
-    V = (X @ Wv).reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, h, T, hs)
-
-    # 2. Scaled dot-product attention, batched over B and h at once.
-    scores = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(hs)  # (B, h, T, hs) @ (B, h, hs, T) -> (B, h, T, T)
-    weights = softmax(scores, axis=-1)  # (B, h, T, T), each row sums to 1
-    per_head = weights @ V  # (B, h, T, T) @ (B, h, T, hs) -> (B, h, T, hs)
-
-    # 3. Concatenate the heads: the split run backwards.
-    concat = per_head.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
-
-    # 4. The output projection mixes the heads.
-    out = concat @ Wo  # (B, T, C) @ (C, C) -> (B, T, C)
-
-    cache = dict(Q=Q, K=K, V=V, scores=scores, weights=weights, per_head=per_head, concat=concat, out=out)
-    return out, cache
-
+# One (batch, head) pair on its own, with plain 2-D arrays: batch 1, head 2.
+q, k, v = Q[1, 2], K[1, 2], V[1, 2]  # (T, hs) each
+w_alone = softmax(q @ k.T / np.sqrt(hs), axis=-1)  # (T, hs) @ (hs, T) -> (T, T)
+print("slice [1, 2] equals the single-head computation:",
+      np.allclose(weights[1, 2], w_alone), np.allclose(per_head[1, 2], w_alone @ v))  # (T, T) @ (T, hs)
 
 # %% [markdown]
-# Two of the four steps, the split and the concat, are pure reshuffles with no arithmetic, and the
-# attention itself is the single-head code with different transpose axes.
+# The batched call and the single-head computation agree: the head axis is just another batch
+# axis, and nothing in the attention code knows that heads exist.
 #
-# ### The shape walk
-#
-# Now feed it a real batch: two sequences ($B = 2$) of six positions ($T = 6$), width $C = 64$,
-# $h = 4$ heads of size $hs = 16$. Everything is drawn from `np.random.default_rng(42)`, in the
-# order below, so the run is reproducible to the last digit. The projections are initialised at
-# scale 0.2 rather than the 0.02 used in real training, so that the attention weights come out
-# visibly different from uniform.
-
-# %%
-rng = np.random.default_rng(42)
-B, T, C, h = 2, 6, 64, 4
-hs = C // h
-
-X = rng.standard_normal((B, T, C))  # unit-scale inputs, (B, T, C)
-Wq = rng.standard_normal((C, C)) * 0.2  # 0.2 init so attention differentiates
-Wk = rng.standard_normal((C, C)) * 0.2
-Wv = rng.standard_normal((C, C)) * 0.2
-Wo = rng.standard_normal((C, C)) * 0.2
-
-out, cache = multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)
-
-print("config: B=%d, T=%d, C=%d, h=%d, hs=%d" % (B, T, C, h, hs))
-print("X                :", X.shape)
-print("Q/K/V per head   :", cache["Q"].shape, "(B, h, T, hs)")
-print("scores           :", cache["scores"].shape, "(B, h, T, T)")
-print("weights          :", cache["weights"].shape, "(B, h, T, T)")
-print("per-head output  :", cache["per_head"].shape, "(B, h, T, hs)")
-print("concat           :", cache["concat"].shape, "(B, T, C)")
-print("final out        :", out.shape, "(B, T, C)")
-
-rowsums = cache["weights"].sum(axis=-1)  # (B, h, T)
-print("attention rows all sum to 1?", np.allclose(rowsums, 1.0),
-      " min=%.6f max=%.6f" % (rowsums.min(), rowsums.max()))
-
-# %% [markdown]
-# Trace the shapes against the pipeline. $X$ came in at `(2, 6, 64)`. After project-and-split,
-# each of $Q, K, V$ is `(2, 4, 6, 16)`: one `(6, 16)` matrix per (batch, head) pair. The batched
-# $QK^\top$ gave scores of `(2, 4, 6, 6)`, a full 6-by-6 table per head, and softmax kept that shape
-# with every one of the $2 \times 4 \times 6 = 48$ rows summing to 1 (the smallest and largest row
-# sums print as 1.000000). The per-head outputs are `(2, 4, 6, 16)`, the concat stacks them back
-# to `(2, 6, 64)`, and $W_o$ returns `(2, 6, 64)`: the shape that went in. Because the layer
-# preserves shape, layers can be stacked.
-
-# %% [markdown]
 # ## 3. Reading the heads
 #
 # The point of several heads is that they attend differently. Here are the weights of heads 0
@@ -204,15 +316,16 @@ print("attention rows all sum to 1?", np.allclose(rowsums, 1.0),
 
 # %%
 print("batch 0, head 0 weights (each row sums to 1):")
-print(np.round(cache["weights"][0, 0], 3))
+print(np.round(weights[0, 0], 3))
 print("batch 0, head 1 weights (a different pattern, same positions):")
-print(np.round(cache["weights"][0, 1], 3))
+print(np.round(weights[0, 1], 3))
 
 
 # %% [markdown]
 # In head 0, position 0 puts 0.972 of its attention on position 3. In head 1 the same position
 # splits its attention between position 5 (0.519) and itself (0.282). Same six inputs, two
-# different lenses: each head has its own $W_q$, $W_k$ slice, so each asks a different question.
+# different lenses: each head has its own columns of $W_q$ and $W_k$, so each asks a different
+# question.
 #
 # Tables of numbers are hard to compare, so the rest of the course draws every $(T, T)$ matrix
 # as a heatmap. The helper below draws one panel per head.
@@ -241,7 +354,7 @@ def plot_attention_heads(weights, title):
     plt.show()
 
 
-plot_attention_heads(cache["weights"][0], "Attention weights of all 4 heads, batch element 0 (B=2, T=6, C=64, h=4)")
+plot_attention_heads(weights[0], "Attention weights of all 4 heads, batch element 0 (B=2, T=6, C=64, h=4)")
 
 # %% [markdown]
 # *Figure: each panel is one head's `(T, T)` weight matrix for the first sequence. Rows are query
@@ -252,23 +365,30 @@ plot_attention_heads(cache["weights"][0], "Attention weights of all 4 heads, bat
 # ## 4. Concatenating the heads back
 #
 # Each head's output is `(B, h, T, hs)`: for every position, a small $hs$-dimensional summary of
-# what that head looked at. The rest of the network expects `(B, T, C)`. The concatenation is the
-# split run backwards. The split went `(B, T, C)` to `(B, T, h, hs)` to `(B, h, T, hs)`; the concat
-# undoes the two steps in reverse order:
+# what that head looked at. The rest of the network expects `(B, T, C)`. The concatenation
+#
+# $$\text{Concat}(\text{head}_0, \dots, \text{head}_{h-1}) \in \mathbb{R}^{B \times T \times C}$$
+#
+# is the split run backwards. The split went `(B, T, C)` to `(B, T, h, hs)` to `(B, h, T, hs)`;
+# the concat undoes the two steps in reverse order:
 #
 # - `per_head.transpose(0, 2, 1, 3)` moves the head axis back next to the head-size axis:
 #   `(B, h, T, hs)` to `(B, T, h, hs)`;
 # - `.reshape(B, T, C)` merges the last two axes, $h$ and $hs$, into one axis of size $h \cdot hs = C$.
 #
 # No arithmetic happens: the first $hs$ entries of each position's concatenated vector are head 0's
-# output, the next $hs$ are head 1's, and so on. Check it, byte for byte, for every head:
+# output, the next $hs$ are head 1's, and so on. Check it, byte for byte, for every head, and
+# compare with gluing the $h$ blocks side by side with `np.concatenate`:
 
 # %%
-per_head, concat = cache["per_head"], cache["concat"]
+concat = per_head.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
 block_is_head = [np.array_equal(concat[:, :, i * hs:(i + 1) * hs], per_head[:, i, :, :]) for i in range(h)]
+print("concat:", concat.shape, "(B, T, C)")
 print("concat block i is exactly head i's output, for i = 0..3:", block_is_head)
 print("concat[0, 0, :4]   (start of head 0):", np.round(concat[0, 0, :4], 4))
 print("per_head[0,0,0,:4] (head 0, pos 0)  :", np.round(per_head[0, 0, 0, :4], 4))
+glued = np.concatenate(per_head.transpose(1, 0, 2, 3), axis=-1)  # h blocks (B, T, hs) side by side -> (B, T, C)
+print("equals np.concatenate of the h blocks:", np.array_equal(glued, concat))
 
 # %% [markdown]
 # `np.array_equal` asks for exact equality, not closeness: the concat copies numbers, it does not
@@ -277,11 +397,11 @@ print("per_head[0,0,0,:4] (head 0, pos 0)  :", np.round(per_head[0, 0, 0, :4], 4
 #
 # ### The silent scramble: reshaping without transposing
 #
-# The transpose is easy to forget, and forgetting it raises no error. `per_head.reshape(B, T, C)`
-# is a perfectly legal reshape: it has the right number of elements and returns the right shape.
-# But `reshape` reads memory in order, and in `(B, h, T, hs)` memory the $hs$-vectors of **one
-# head at consecutive positions** sit next to each other. So position 0's "concatenated" vector
-# becomes head 0 at positions 0, 1, 2 and 3, glued together.
+# The transpose is easy to forget here too, and forgetting it raises no error.
+# `per_head.reshape(B, T, C)` is a perfectly legal reshape: it has the right number of elements and
+# returns the right shape. But `reshape` reads memory in order, and in `(B, h, T, hs)` memory the
+# $hs$-vectors of **one head at consecutive positions** sit next to each other. So position 0's
+# "concatenated" vector becomes head 0 at positions 0, 1, 2 and 3, glued together.
 
 # %%
 scrambled = per_head.reshape(B, T, C)  # (B, h, T, hs) -> (B, T, C) with NO transpose: legal, but wrong
@@ -327,41 +447,252 @@ plt.show()
 # wrong tokens.*
 
 # %% [markdown]
-# ## 5. Why the output projection exists
+# ## 5. The output projection
 #
-# Look at what the concat produced: columns 0 to 15 came only from head 0, columns 16 to 31 only
-# from head 1, and so on. The heads ran in complete isolation, and the concat staples $h$
-# separate opinions together without letting any of them see the others.
+# The last step multiplies the concat by $W_o$, a learned `(C, C)` matrix:
 #
-# $W_o$, a learned `(C, C)` matrix, is what mixes them:
+# $$\text{MultiHead}(X) = \text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o .$$
 #
-# $$\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_o .$$
+# Cut the rows of $W_o$ into $h$ blocks $W_o^{(i)}$ of shape `(hs, C)`: rows $i \cdot hs$ to
+# $(i+1) \cdot hs - 1$, the rows that multiply head $i$'s columns of the concat. A matrix product
+# taken block by block is a sum, one term per head:
 #
-# Because $W_o$ is dense, every output dimension is a weighted sum over all $C$ concatenated
-# inputs, so every output dimension can draw on every head. That is the only place in the layer
-# where heads interact. Lesson 4 proves it: knock out one head and count how many output
-# dimensions move with a dense $W_o$ and with a block-diagonal one.
+# $$\text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o = \sum_{i=0}^{h-1} \text{head}_i\, W_o^{(i)} .$$
+
+# %%
+out = concat @ Wo  # (B, T, C) @ (C, C) -> (B, T, C)
+terms = [per_head[:, i] @ Wo[i * hs:(i + 1) * hs] for i in range(h)]  # (B, T, hs) @ (hs, C) -> (B, T, C); a loop to inspect
+print("out:", out.shape, "(B, T, C), the shape that went in")
+print("out equals the sum of the 4 per-head terms:", np.allclose(out, sum(terms)))
+print("Wo has no zero weights:", np.count_nonzero(Wo) == C * C)
+print("output dimensions (of 64) that each head's term reaches:",
+      [int((terms[i] != 0).any(axis=(0, 1)).sum()) for i in range(h)])
 
 # %% [markdown]
-# ## 6. Why the reference code never loops over heads
+# Two things follow from the sum. Term $i$ is computed from head $i$'s output alone, so what
+# head $i$ adds to the output is the same whatever the other heads produced: $W_o$ adds the
+# heads' contributions, it does not combine one head's output with another's. And because this
+# $W_o$ has no zero weights, every head's term reaches all 64 output dimensions: each head can
+# write anywhere in the output, not only in "its own" 16 columns. Lesson 4 takes $W_o$ apart:
+# what a $W_o$ with zeros in it does, and where the heads do meet.
+
+# %% [markdown]
+# ## 6. The whole layer
 #
-# You could compute the same layer with a Python loop: slice head $i$'s columns, run single-head
-# attention, collect the outputs, concatenate. The result is identical. The course's reference
-# code always uses the batched form instead, for two reasons:
+# The layer is four steps. With $X$ of shape `(B, T, C)` and four `(C, C)` matrices:
 #
-# - **It is the formula.** One `@` over a `(B, h, T, hs)` array is the equation above with $h$ as
-#   a batch axis. There is no slice arithmetic (`i * hs:(i + 1) * hs`) to get wrong, and the same
-#   code runs for any $h$.
-# - **It is the form the fast libraries run.** PyTorch and JAX execute exactly this batched layout
-#   on accelerators, where one large kernel launch beats $h$ small ones (Lesson 5 writes the same
-#   layer as a PyTorch module).
+# 1. **Project and split.** $Q = X W_q$, $K = X W_k$, $V = X W_v$, each `(B, T, C)`, split into
+#    heads: `(B, h, T, hs)`.
+# 2. **Attend, all heads at once.** $\text{head}_i = \text{softmax}\!\left(Q_i K_i^\top / \sqrt{hs}\right) V_i$,
+#    for every $i$ in one batched computation: weights `(B, h, T, T)`, per-head output `(B, h, T, hs)`.
+# 3. **Concatenate.** $\text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})$: `(B, h, T, hs)` to
+#    `(B, T, h, hs)` to `(B, T, C)`.
+# 4. **Project.** $\text{MultiHead}(X) = \text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o$, `(B, T, C)`.
+#
+# ### Exercise 2: the multi-head attention layer (5 points)
+#
+# Write `multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)` for `X` of shape `(B, T, C)`, four
+# `(C, C)` matrices and a head count `h` that divides `C`. Return the pair `(out, cache)`: `out`
+# is the layer's output, `(B, T, C)`, and `cache` is a dict of the intermediates with exactly
+# these keys:
+#
+# - `"Q"`, `"K"`, `"V"`: the projections split into heads, each `(B, h, T, hs)`, before any scaling;
+# - `"weights"`: the attention weights, `(B, h, T, T)`, each row summing to 1;
+# - `"per_head"`: every head's output, `(B, h, T, hs)`;
+# - `"concat"`: the concatenated heads, `(B, T, C)`.
+#
+# Use your `split_heads` and the `attention` function of section 2 (or write its three lines
+# yourself), and no loop over heads. The test cell runs your layer with a known-good
+# `split_heads` in place of yours, so a mistake in Exercise 1 costs points only there.
+
+# %% nbgrader={"grade": false, "grade_id": "multi_head_attention_forward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h):
+    """Multi-head self-attention: X (B, T, C) -> (out (B, T, C), cache of intermediates)."""
+    ### BEGIN SOLUTION
+    B, T, C = X.shape
+    hs = C // h  # each head's size; the scale uses it, not C
+    Q, K, V = (split_heads(X @ W, h) for W in (Wq, Wk, Wv))  # (B, T, C) @ (C, C) -> (B, T, C) -> (B, h, T, hs)
+    per_head, weights = attention(Q / np.sqrt(hs), K, V)  # (B, h, T, hs), (B, h, T, T): every head at once
+    concat = per_head.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+    return concat @ Wo, {"Q": Q, "K": K, "V": V, "weights": weights, "per_head": per_head, "concat": concat}
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_multi_head_attention_forward", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
+def _split_heads_for_checks(x, h):
+    """A known-good split, used in place of yours while your layer is checked."""
+    B, T, C = x.shape
+    return x.reshape(B, T, h, C // h).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, T, h, hs) -> (B, h, T, hs)
+
+
+def _softmax_rows(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def check_multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h):
+    """Visible check with a hint for the usual mistakes."""
+    B, T, C = X.shape
+    hs = C // h
+    inputs = [a.copy() for a in (X, Wq, Wk, Wv, Wo)]
+    missing = object()
+    students_split = globals().get("split_heads", missing)
+    globals()["split_heads"] = _split_heads_for_checks  # Exercise 1 is graded on its own
+    try:
+        result = multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)
+    finally:
+        if students_split is missing:
+            globals().pop("split_heads", None)
+        else:
+            globals()["split_heads"] = students_split
+    assert all(np.array_equal(a, b) for a, b in zip((X, Wq, Wk, Wv, Wo), inputs, strict=True)), (
+        "multi_head_attention_forward modified its inputs")
+    assert isinstance(result, tuple) and len(result) == 2, "return the pair (out, cache)"
+    out, cache = result
+    keys = {"Q", "K", "V", "weights", "per_head", "concat"}
+    assert isinstance(cache, dict) and set(cache) == keys, (
+        f"cache should be a dict with exactly the keys {sorted(keys)}, got "
+        f"{sorted(cache) if isinstance(cache, dict) else type(cache).__name__}")
+
+    # An independent computation: head i from columns i*hs:(i+1)*hs of each projection (a loop, to check only).
+    blocks = [slice(i * hs, (i + 1) * hs) for i in range(h)]
+    Q, K, V = (np.stack([X @ W[:, s] for s in blocks], axis=1) for W in (Wq, Wk, Wv))  # (B, h, T, hs)
+    raw = np.einsum("bhqa,bhka->bhqk", Q, K)  # (B, h, T, T), before the scale
+    weights = _softmax_rows(raw / np.sqrt(hs))  # (B, h, T, T)
+    per_head = weights @ V  # (B, h, T, T) @ (B, h, T, hs) -> (B, h, T, hs)
+    concat = np.concatenate([per_head[:, i] for i in range(h)], axis=-1)  # (B, T, C)
+
+    for key, want in (("Q", Q), ("K", K), ("V", V)):
+        got = np.asarray(cache[key])
+        assert got.shape == want.shape, f'cache["{key}"] should be (B, h, T, hs) = {want.shape}, got {got.shape}'
+        if not np.allclose(got, want):
+            if np.allclose(got * np.sqrt(hs), want):
+                raise AssertionError(f'cache["{key}"] is scaled: store the projections before dividing by sqrt(hs)')
+            raise AssertionError(f'cache["{key}"] should be X @ W{key.lower()} split into heads '
+                                 "(head i = columns i*hs:(i+1)*hs)")
+    got = np.asarray(cache["weights"])
+    assert got.shape == weights.shape, f'cache["weights"] should be (B, h, T, T) = {weights.shape}, got {got.shape}'
+    if not np.allclose(got, weights):
+        if np.allclose(got, _softmax_rows(raw)):
+            raise AssertionError("the weights are unscaled: divide the scores by sqrt(hs), the head size")
+        if np.allclose(got, _softmax_rows(raw / np.sqrt(C))):
+            raise AssertionError("you scaled the scores by sqrt(C); each head's dot products have hs = C // h "
+                                 "terms, so divide by sqrt(hs)")
+        if np.allclose(got, _softmax_rows(raw / hs)):
+            raise AssertionError("you divided the scores by hs; divide by sqrt(hs)")
+        if np.allclose(got, _softmax_rows(raw / np.sqrt(hs), axis=-2)):
+            raise AssertionError("the softmax ran over the queries (columns sum to 1): normalise over the last axis")
+        raise AssertionError("weights should be softmax(Q_i K_i^T / sqrt(hs)) over the last axis, for every head")
+    got = np.asarray(cache["per_head"])
+    assert got.shape == per_head.shape and np.allclose(got, per_head), (
+        'cache["per_head"] should be weights @ V, shape (B, h, T, hs)')
+    got = np.asarray(cache["concat"])
+    assert got.shape == concat.shape, f'cache["concat"] should be (B, T, C) = {concat.shape}, got {got.shape}'
+    if not np.allclose(got, concat) and np.allclose(got, per_head.reshape(B, T, C)):
+        raise AssertionError("the concat is scrambled: transpose (B, h, T, hs) to (B, T, h, hs) before the reshape")
+    assert np.allclose(got, concat), 'cache["concat"]: columns i*hs:(i+1)*hs must be head i\'s output'
+    out = np.asarray(out)
+    assert out.shape == (B, T, C), f"out should be (B, T, C) = {(B, T, C)}, got {out.shape}"
+    if np.allclose(out, concat) and not np.allclose(concat, concat @ Wo):
+        raise AssertionError("out is the concat itself: multiply it by Wo")
+    assert np.allclose(out, concat @ Wo), "out should be concat @ Wo"
+
+
+_rng = np.random.default_rng(42)  # the lesson's batch, drawn again here
+_X = _rng.standard_normal((2, 6, 64))
+_Wq, _Wk, _Wv, _Wo = (_rng.standard_normal((64, 64)) * 0.2 for _ in range(4))
+check_multi_head_attention_forward(_X, _Wq, _Wk, _Wv, _Wo, 4)
+_rng = np.random.default_rng(3)
+check_multi_head_attention_forward(_rng.standard_normal((3, 5, 12)), *(_rng.standard_normal((12, 12)) for _ in range(4)), 3)
+check_multi_head_attention_forward(_rng.standard_normal((1, 4, 8)), *(_rng.standard_normal((8, 8)) for _ in range(4)), 1)
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The shape walk
+#
+# Run your layer on the lesson's batch and trace every intermediate against the pipeline. It
+# should reproduce, number for number, what sections 1 to 5 computed one step at a time.
+
+# %%
+out_layer, cache = multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)
+
+print("config: B=%d, T=%d, C=%d, h=%d, hs=%d" % (B, T, C, h, hs))
+print("X                :", X.shape)
+print("Q/K/V per head   :", cache["Q"].shape, "(B, h, T, hs)")
+print("weights          :", cache["weights"].shape, "(B, h, T, T)")
+print("per-head output  :", cache["per_head"].shape, "(B, h, T, hs)")
+print("concat           :", cache["concat"].shape, "(B, T, C)")
+print("final out        :", out_layer.shape, "(B, T, C)")
+print("same weights, concat and output as sections 2 to 5:", np.allclose(cache["weights"], weights),
+      np.allclose(cache["concat"], concat), np.allclose(out_layer, out))
+
+# %% [markdown]
+# $X$ came in at `(2, 6, 64)`. After project-and-split, each of $Q, K, V$ is `(2, 4, 6, 16)`: one
+# `(6, 16)` matrix per (batch, head) pair. The weights are `(2, 4, 6, 6)`, a full 6-by-6 table per
+# head; the per-head outputs are `(2, 4, 6, 16)`, the concat stacks them back to `(2, 6, 64)`, and
+# $W_o$ returns `(2, 6, 64)`: the shape that went in. Because the layer preserves shape, layers can
+# be stacked.
+
+# %% [markdown]
+# ## 7. Why the layer never loops over heads
+#
+# You could compute the same layer with a Python loop: slice head $i$'s columns of the
+# projections, run single-head attention, collect the outputs, concatenate. The result is
+# identical. This course always uses the batched form instead, for two reasons:
+#
+# - **It is the formula.** One computation over a `(B, h, T, hs)` array is the equation above with
+#   $h$ as a batch axis. There is no slice arithmetic (`i * hs:(i + 1) * hs`) to get wrong, and the
+#   same code runs for any $h$.
+# - **It is the layout of real implementations.** Lesson 5 writes the same layer as a PyTorch
+#   module, with the same `(B, h, T, hs)` layout.
 #
 # Speed in NumPy on a CPU is *not* one of the reasons, and it is worth measuring rather than
-# assuming. NumPy's batched matmul walks the $(B, h)$ stack of small products in compiled code, and
-# the transposed views it receives are copied first; a loop over heads does fewer, larger
-# products. Which one wins depends on the sizes, your CPU and your BLAS library. The cell below
-# checks that the two versions agree and times both at a tiny and a medium size. Timings change
-# from run to run, so the course's checks do not compare this cell's output.
+# assuming. Two facts first, each checked below.
+#
+# **The transposes copy nothing.** `split_heads` and `np.swapaxes` return views: new strides over
+# the same memory. `@` accepts such strided views as they are. `tracemalloc`, from Python's
+# standard library, records every block of memory that NumPy allocates, so it can tell whether
+# `Q @ K^T` copies its transposed operands: a copy of $K^\top$ would show up as one more array of
+# $K$'s size. The arrays below are of a medium size, so that small unrelated allocations are
+# negligible next to them.
+
+# %%
+mem_rng = np.random.default_rng(0)
+mB, mT, mC, mh = 4, 128, 256, 8
+Q_mem = mem_rng.standard_normal((mB, mT, mC)).reshape(mB, mT, mh, mC // mh).transpose(0, 2, 1, 3)  # (B, h, T, hs), a view
+K_mem = mem_rng.standard_normal((mB, mT, mC)).reshape(mB, mT, mh, mC // mh).transpose(0, 2, 1, 3)  # (B, h, T, hs), a view
+K_mem_T = np.swapaxes(K_mem, -2, -1)  # (B, h, hs, T), a view
+print("Q and K^T are non-contiguous views:", not Q_mem.flags.c_contiguous, not K_mem_T.flags.c_contiguous)
+
+tracemalloc.start()
+scores_mem = Q_mem @ K_mem_T  # (B, h, T, hs) @ (B, h, hs, T) -> (B, h, T, T)
+_, peak_product = tracemalloc.get_traced_memory()
+tracemalloc.stop()
+
+tracemalloc.start()
+K_mem_T_copy = np.ascontiguousarray(K_mem_T)  # what copying K^T costs, for comparison
+_, peak_copy = tracemalloc.get_traced_memory()
+tracemalloc.stop()
+
+print(f"result {scores_mem.shape}: {scores_mem.nbytes // 1024} KiB;  one copy of K^T {K_mem_T.shape}: "
+      f"{K_mem_T.nbytes // 1024} KiB")
+print(f"copying K^T: peak allocation = {peak_copy / K_mem_T.nbytes:.1f} x the size of K^T (tracemalloc sees copies)")
+print(f"Q @ K^T:     peak allocation = {peak_product / scores_mem.nbytes:.1f} x the size of the result")
+print("Q @ K^T allocated its result and less than a tenth of one copy of K^T besides:",
+      peak_product - scores_mem.nbytes < 0.1 * K_mem_T.nbytes)
+
+# %% [markdown]
+# The product allocated its result and, besides it, only a few small blocks, far less than one
+# copy of $K^\top$: the strided views were read in place.
+#
+# **The loop does the same products.** Below is the loop version, built on Lesson 1's
+# `attention` with 3-D arrays. The batched layer makes one call of `@` for the scores, with
+# leading axes $(B, h)$: $B \cdot h$ products of `(T, hs) @ (hs, T)`. The loop makes $h$ calls,
+# each with leading axis $B$: $h \cdot B$ products of the same `(T, hs) @ (hs, T)` shape.
 
 # %%
 def multi_head_attention_loop(X, Wq, Wk, Wv, Wo, h):
@@ -371,10 +702,10 @@ def multi_head_attention_loop(X, Wq, Wk, Wv, Wo, h):
     heads = []
     for i in range(h):
         cols = slice(i * hs, (i + 1) * hs)  # head i's columns of the projections
-        q, k, v = X @ Wq[:, cols], X @ Wk[:, cols], X @ Wv[:, cols]  # each (B, T, hs)
-        w = softmax(q @ k.transpose(0, 2, 1) / np.sqrt(hs), axis=-1)  # (B, T, T)
-        heads.append(w @ v)  # (B, T, hs)
-    return np.concatenate(heads, axis=-1) @ Wo  # (B, T, C) @ (C, C)
+        q, k, v = X @ Wq[:, cols], X @ Wk[:, cols], X @ Wv[:, cols]  # (B, T, C) @ (C, hs) -> (B, T, hs)
+        head, _ = attention(q / np.sqrt(hs), k, v)  # (B, T, hs), from B products (T, hs) @ (hs, T)
+        heads.append(head)
+    return np.concatenate(heads, axis=-1) @ Wo  # h blocks (B, T, hs) -> (B, T, C) @ (C, C) -> (B, T, C)
 
 
 def best_time(fn, repeats=5):
@@ -387,89 +718,59 @@ def best_time(fn, repeats=5):
     return min(times)
 
 
-print("loop and batched versions agree:",
-      np.allclose(multi_head_attention_loop(X, Wq, Wk, Wv, Wo, h), out))
+q0 = X @ Wq[:, :hs]  # head 0's queries in the loop, (B, T, hs)
+print("batched: 1 call ", Q.shape, "@", np.swapaxes(K, -2, -1).shape, "->", B * h, "products (T, hs) @ (hs, T)")
+print(f"loop:    {h} calls", q0.shape, "@", np.swapaxes(q0, -2, -1).shape, "->", h, "x", B, "=", h * B,
+      "products (T, hs) @ (hs, T)")
+print("loop and batched layers agree:", np.allclose(multi_head_attention_loop(X, Wq, Wk, Wv, Wo, h), out))
+
+# %% [markdown]
+# So the two versions do the same arithmetic on the same numbers. What differs is the work
+# around the arithmetic: the loop body runs once per head, so the loop makes about $h$ times as
+# many NumPy calls, and every NumPy call has a fixed cost, whatever the size of its arrays. The
+# cell below times both versions at a tiny and a medium size, and one NumPy call on a tiny array
+# for scale. Timings change from run to run and machine to machine.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+autograde = os.environ.get("NBGRADER_EXECUTION") == "autograde"  # when grading: a small run (it grades nothing)
 timing_rng = np.random.default_rng(7)
-for label, (tB, tT, tC, th) in [("small: B=2, T=6, C=64, h=4", (2, 6, 64, 4)),
-                                ("medium: B=4, T=128, C=256, h=8", (4, 128, 256, 8))]:
+repeats = 2 if autograde else 5
+for name, (tB, tT, tC, th) in [("tiny", (2, 6, 64, 4)), ("medium", (2, 32, 64, 4) if autograde else (4, 128, 256, 8))]:
     tX = timing_rng.standard_normal((tB, tT, tC))
     tW = [timing_rng.standard_normal((tC, tC)) * 0.02 for _ in range(4)]
-    t_loop = best_time(lambda: multi_head_attention_loop(tX, *tW, th))
-    t_batch = best_time(lambda: multi_head_attention_forward(tX, *tW, th))
-    print(f"{label:32s} loop {t_loop * 1e3:8.3f} ms   batched {t_batch * 1e3:8.3f} ms"
-          f"   loop / batched = {t_loop / t_batch:4.2f}x")
+    t_loop = best_time(lambda: multi_head_attention_loop(tX, *tW, th), repeats)
+    t_batch = best_time(lambda: multi_head_attention_forward(tX, *tW, th), repeats)
+    print(f"{name:6s} B={tB}, T={tT:3d}, C={tC:3d}, h={th}:  loop {t_loop * 1e3:8.3f} ms   "
+          f"batched {t_batch * 1e3:8.3f} ms   loop / batched = {t_loop / t_batch:4.2f}x")
+tiny = np.ones((2, 6, 6))
+print(f"one NumPy call on a tiny (2, 6, 6) array (np.exp): {best_time(lambda: np.exp(tiny), 50) * 1e6:.1f} microseconds")
 
 # %% [markdown]
-# Read the ratios you measured, not a number from a book. A ratio above 1 means the batched
-# version was faster. Typically it wins only in the tiny case, where the loop's per-head Python
-# overhead is most of the work, and is no faster (often slower) at the medium size. Either way
-# the outputs are the same, and the batched form is the one that matches the equation.
+# Read the ratios you measured, not a number from a book; a ratio above 1 means the batched
+# version was faster. In the tiny case the arithmetic is so small that the fixed cost of each call
+# is a large part of the total: the loop pays it about $h$ times over, the batched version once.
+# At the medium size the arithmetic, the same in both versions, takes most of the time, and the
+# fixed costs matter little. If one version is a little ahead at the medium size on your machine,
+# the cause lies in how each version walks through memory (the CPU's caches), which this notebook
+# does not measure. Either way the outputs are the same, and the batched form is the one that
+# matches the equation.
 
 # %% [markdown]
 # ## Practice exercises
 #
 # Each exercise asks for one function. Replace `raise NotImplementedError()` with your code, run
-# the cell, then run the test cell below it. The visible checks use the lesson's seed-42 batch
-# and tell you what a failure most likely means; when your notebook is graded, hidden tests call
-# your function again on fresh inputs (other shapes, head counts and seeds), so write the general
-# function, not one that fits this batch.
+# the cell, then run the test cell below it. The visible checks tell you what a failure most
+# likely means; when your notebook is graded, hidden tests call your function again on fresh
+# inputs (other shapes, head counts and seeds), so write the general function, not one that fits
+# this batch.
 #
-# ### Exercise 1: rebuild the concat with `np.concatenate` (3 points)
+# ### Exercise 3: confirm the heads are independent (2 + 2 points)
 #
-# Prove that the transpose-then-reshape concat is the same as physically stacking the heads'
-# outputs. Write `concat_heads(per_head)`: given per-head outputs of shape `(B, h, T, hs)`, return
-# the `(B, T, C)` array whose columns `i*hs` to `(i+1)*hs` hold head $i$'s output, built with
-# `np.concatenate` (a loop over heads is fine here: this is gluing, not computing). Do not modify
-# the input.
-
-# %% nbgrader={"grade": false, "grade_id": "concat_heads", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def concat_heads(per_head):
-    """Concatenate per-head outputs (B, h, T, hs) into (B, T, C) with np.concatenate."""
-    ### BEGIN SOLUTION
-    # np.concatenate iterates over its argument's first axis, so putting the head axis first
-    # hands it the h blocks of shape (B, T, hs) without a Python loop.
-    return np.concatenate(per_head.transpose(1, 0, 2, 3), axis=-1)  # (h, B, T, hs) -> (B, T, h * hs)
-    ### END SOLUTION
-
-
-# %%
-concat_manual = concat_heads(cache["per_head"])
-print("concat_manual:", concat_manual.shape, " equals cache['concat']:", np.array_equal(concat_manual, cache["concat"]))
-
-# %% nbgrader={"grade": true, "grade_id": "test_concat_heads", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def check_concat_heads(per_head, expected):
-    """Visible check with a hint for the usual mistakes."""
-    before = per_head.copy()
-    got = concat_heads(per_head)
-    assert isinstance(got, np.ndarray), f"concat_heads should return a NumPy array, got {type(got).__name__}"
-    assert np.array_equal(per_head, before), "concat_heads modified its input: build a new array instead"
-    assert got.shape == expected.shape, (
-        f"expected shape (B, T, C) = {expected.shape}, got {got.shape}: "
-        "concatenate the h blocks along the last axis")
-    if not np.allclose(got, expected) and np.array_equal(got, per_head.reshape(expected.shape)):
-        raise AssertionError("shape is right but head blocks are scrambled: transpose before reshape "
-                             "(each position's vector must hold all heads at that position)")
-    assert np.allclose(got, expected), (
-        "values differ from the transpose-then-reshape concat: columns i*hs:(i+1)*hs "
-        "must be head i's output at the same position")
-
-
-check_concat_heads(cache["per_head"], cache["concat"])
-print("Exercise 1 visible checks passed (hidden tests run at grading).")
-### BEGIN HIDDEN TESTS
-# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
-assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
-### END HIDDEN TESTS
-
-# %% [markdown]
-# ### Exercise 2: confirm the heads are independent (2 + 2 points)
-#
-# Before $W_o$, each head's output depends only on its own slice of $V$. Show it: zero out the
-# columns of $W_v$ that feed head 2 (columns `2*hs` to `3*hs`: a column of $W_v$ produces one
-# feature of $V$), run the layer again, and measure how much each head's block of the concat changed.
+# Before $W_o$, each head's output depends only on its own slices of $Q$, $K$ and $V$. Show it:
+# zero out the columns of $W_v$ that feed head 2 (columns `2*hs` to `3*hs`: a column of $W_v$
+# produces one feature of $V$), run the layer again, and measure how much each head's block of
+# the concat changed.
 #
 # **(a)** Write `zero_value_columns(Wv, h, head)`: return a **copy** of the `(C, C)` matrix `Wv`
 # with the columns that feed head `head` set to zero. The input must not change.
@@ -503,8 +804,10 @@ def check_zero_value_columns(Wv, h, head):
     assert np.array_equal(got[:, keep], Wv[:, keep]), "only head's own columns may change; the others must be kept"
 
 
-check_zero_value_columns(Wv, h, 2)
-print("Exercise 2a visible checks passed (hidden tests run at grading).")
+_Wv = np.random.default_rng(42).standard_normal((64, 64)) * 0.2  # a (C, C) matrix of the lesson's size
+check_zero_value_columns(_Wv, 4, 2)
+check_zero_value_columns(_Wv, 8, 7)
+print("Exercise 3a visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -526,7 +829,8 @@ def per_head_change(concat_a, concat_b, h):
 
 
 # %% [markdown]
-# With both functions, run the experiment on the lesson's batch: only head 2's block moves.
+# With both functions, run the experiment on the lesson's batch with your layer: only head 2's
+# block moves.
 
 # %%
 _, cache_zeroed = multi_head_attention_forward(X, Wq, Wk, zero_value_columns(Wv, h, 2), Wo, h)
@@ -552,27 +856,31 @@ def check_per_head_change(concat_a, concat_b, h):
     assert np.allclose(got, expected), "entry i should be the largest |difference| inside head i's columns"
 
 
-shifted = cache["concat"].copy()
-shifted[:, :, hs:2 * hs] += 0.5  # move head 1's block only
-assert np.allclose(per_head_change(cache["concat"], shifted, h), [0.0, 0.5, 0.0, 0.0]), (
+_rng = np.random.default_rng(5)
+_concat = _rng.standard_normal((2, 6, 64))  # a (B, T, C) concat of the lesson's size
+_shifted = _concat.copy()
+_shifted[:, :, 16:32] += 0.5  # move head 1's block only
+assert np.allclose(per_head_change(_concat, _shifted, 4), [0.0, 0.5, 0.0, 0.0]), (
     "shifting only head 1's columns by 0.5 should give [0, 0.5, 0, 0]")
-check_per_head_change(cache["concat"], shifted, h)
-check_per_head_change(cache["concat"], cache["concat"] + np.random.default_rng(5).standard_normal(cache["concat"].shape), h)
-print("Exercise 2b visible checks passed (hidden tests run at grading).")
+check_per_head_change(_concat, _shifted, 4)
+check_per_head_change(_concat, _concat + _rng.standard_normal(_concat.shape), 4)
+print("Exercise 3b visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 3: vary the head count at fixed width (3 points)
+# ### Exercise 4: vary the head count at fixed width (3 points)
 #
 # Multi-head attention trades the number of heads against the head size while $C$ stays fixed.
 # Write `sweep_head_counts(X, h_values, seed=0, scale=0.2)`: for each `h` in `h_values`, draw
 # fresh `Wq, Wk, Wv, Wo` of shape `(C, C)` from `np.random.default_rng(seed)` times `scale`,
 # run `multi_head_attention_forward`, and record a dict with keys `"h"`, `"hs"`,
-# `"scores_shape"` (the shape of `cache["scores"]`) and `"out_shape"`. Return the list of dicts,
+# `"weights_shape"` (the shape of `cache["weights"]`) and `"out_shape"`. Return the list of dicts,
 # one per `h`, in order. If `C` is not divisible by some `h`, raise a `ValueError` that says so.
+# The test cell runs your sweep with a stand-in layer that returns zeros of the right shapes, so a
+# mistake in Exercise 2 costs points only there.
 
 # %% nbgrader={"grade": false, "grade_id": "sweep_head_counts", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sweep_head_counts(X, h_values, seed=0, scale=0.2):
@@ -588,26 +896,51 @@ def sweep_head_counts(X, h_values, seed=0, scale=0.2):
         Wq_, Wk_, Wv_, Wo_ = (weight_rng.standard_normal((C, C)) * scale for _ in range(4))
         out_, cache_ = multi_head_attention_forward(X, Wq_, Wk_, Wv_, Wo_, n_heads)
         report.append({"h": n_heads, "hs": C // n_heads,
-                       "scores_shape": cache_["scores"].shape, "out_shape": out_.shape})
+                       "weights_shape": cache_["weights"].shape, "out_shape": out_.shape})
     return report
     ### END SOLUTION
 
 
 # %%
 for row in sweep_head_counts(X, [1, 2, 4, 8]):
-    print(f"h={row['h']}  hs={row['hs']:2d}  scores {row['scores_shape']}  out {row['out_shape']}")
+    print(f"h={row['h']}  hs={row['hs']:2d}  weights {row['weights_shape']}  out {row['out_shape']}")
 
 # %% nbgrader={"grade": true, "grade_id": "test_sweep_head_counts", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def _layer_shapes_only(X, Wq, Wk, Wv, Wo, h):
+    """A stand-in for your layer: zeros of the right shapes, so that this exercise is checked on its own."""
+    B, T, C = X.shape
+    if C % h:
+        raise ValueError(f"C={C} is not divisible by h={h}")
+    heads = np.zeros((B, h, T, C // h))  # (B, h, T, hs)
+    cache = {"Q": heads, "K": heads, "V": heads, "weights": np.zeros((B, h, T, T)), "per_head": heads,
+             "concat": np.zeros((B, T, C))}
+    return np.zeros((B, T, C)), cache
+
+
+def _with_stand_in_layer(fn, *args):
+    """Call fn(*args) with _layer_shapes_only as multi_head_attention_forward, then put yours back."""
+    missing = object()
+    students_layer = globals().get("multi_head_attention_forward", missing)
+    globals()["multi_head_attention_forward"] = _layer_shapes_only  # Exercise 2 is graded on its own
+    try:
+        return fn(*args)
+    finally:
+        if students_layer is missing:
+            globals().pop("multi_head_attention_forward", None)
+        else:
+            globals()["multi_head_attention_forward"] = students_layer
+
+
 def check_sweep_head_counts(X, h_values):
     """Visible check with a hint for the usual mistakes."""
     B, T, C = X.shape
-    report = sweep_head_counts(X, h_values)
+    report = _with_stand_in_layer(sweep_head_counts, X, h_values)
     assert len(report) == len(h_values), f"expected one dict per h ({len(h_values)}), got {len(report)}"
     for n_heads, row in zip(h_values, report, strict=True):
         assert row["h"] == n_heads, f"rows should follow h_values in order; expected h={n_heads}, got {row['h']}"
         assert row["hs"] == C // n_heads, f"h={n_heads}: head size should be C // h = {C // n_heads}, got {row['hs']}"
-        assert tuple(row["scores_shape"]) == (B, n_heads, T, T), (
-            f"h={n_heads}: scores should be (B, h, T, T) = {(B, n_heads, T, T)}, got {tuple(row['scores_shape'])}")
+        assert tuple(row["weights_shape"]) == (B, n_heads, T, T), (
+            f"h={n_heads}: weights should be (B, h, T, T) = {(B, n_heads, T, T)}, got {tuple(row['weights_shape'])}")
         assert tuple(row["out_shape"]) == (B, T, C), (
             f"h={n_heads}: the output should keep the input shape {(B, T, C)}, got {tuple(row['out_shape'])}")
 
@@ -615,15 +948,16 @@ def check_sweep_head_counts(X, h_values):
 def check_sweep_rejects(X, h_bad):
     """The sweep must refuse a head count that does not divide C."""
     try:
-        sweep_head_counts(X, [1, h_bad])
+        _with_stand_in_layer(sweep_head_counts, X, [1, h_bad])
     except ValueError:
         return
     raise AssertionError(f"C={X.shape[-1]} is not divisible by h={h_bad}: sweep_head_counts should raise ValueError")
 
 
-check_sweep_head_counts(X, [1, 2, 4, 8])
-check_sweep_rejects(X, 3)
-print("Exercise 3 visible checks passed (hidden tests run at grading).")
+_X = np.random.default_rng(42).standard_normal((2, 6, 64))  # a batch of the lesson's shape
+check_sweep_head_counts(_X, [1, 2, 4, 8])
+check_sweep_rejects(_X, 3)
+print("Exercise 4 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -632,23 +966,36 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # %% [markdown]
 # ## Summary
 #
-# **Parallel attention over the head axis.** With $Q, K, V$ shaped `(B, h, T, hs)`, one `@`
-# computes every head's attention at once: `np.matmul` batches over all leading axes, so the head
-# axis behaves exactly like the batch axis. $K^\top$ is `K.transpose(0, 1, 3, 2)`, `(B, h, hs, T)`;
-# scores are `(B, h, T, T)`; softmax runs over the last axis; the per-head output is `(B, h, T, hs)`.
+# **The split.** Head $i$ owns features $i \cdot hs$ to $(i+1) \cdot hs - 1$. Reshape `(B, T, C)`
+# to `(B, T, h, hs)`, then transpose to `(B, h, T, hs)`: two views, no copy. Reshaping straight to
+# `(B, h, T, hs)` has the right shape and the wrong numbers: a head's "positions" become pieces of
+# other positions.
+#
+# **Parallel attention over the head axis.** With $Q, K, V$ shaped `(B, h, T, hs)`, `@` computes
+# every head's attention at once: `np.matmul` batches over all leading axes, so the head axis
+# behaves exactly like the batch axis. Lesson 1's `attention`, which transposes with
+# `np.swapaxes(K, -2, -1)`, runs on the 4-D layout unchanged; passing `Q / np.sqrt(hs)` adds the
+# scale, with the head size $hs$, not $C$. The weights are `(B, h, T, T)`, every row summing to 1,
+# and the per-head output is `(B, h, T, hs)`.
 #
 # **Concatenation.** The split in reverse: `(B, h, T, hs)`, transpose to `(B, T, h, hs)`, reshape
 # to `(B, T, C)`. It copies numbers and computes none: block $i$ of the concat is head $i$'s
-# output, byte for byte. Reshaping without the transpose gives the right shape and the wrong
-# vectors, silently.
+# output, byte for byte, the same as `np.concatenate` of the blocks. Reshaping without the
+# transpose gives the right shape and the wrong vectors, silently.
 #
-# **The output projection.** $\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_o$.
-# Before $W_o$ the heads are independent (Exercise 2 showed it); the dense $W_o$ is the only place
-# they interact. Lesson 4 proves that $W_o$'s density is what makes them interact.
+# **The output projection.** $\text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o = \sum_i \text{head}_i W_o^{(i)}$,
+# one term per head, with $W_o^{(i)}$ the rows $i \cdot hs$ to $(i+1) \cdot hs - 1$ of $W_o$. With a
+# dense $W_o$ every head's term reaches every output dimension. Before $W_o$ the heads are
+# independent: zeroing head 2's value columns moved head 2's block of the concat and no other.
 #
-# **The verified forward.** Seed 42, $B=2, T=6, C=64, h=4, hs=16$: `(2, 6, 64)` to $Q/K/V$
-# `(2, 4, 6, 16)` to scores `(2, 4, 6, 6)` to per-head `(2, 4, 6, 16)` to concat `(2, 6, 64)` to
-# output `(2, 6, 64)`, with every attention row summing to 1 and different heads attending differently.
+# **The layer.** Your `multi_head_attention_forward`, with $B=2, T=6, C=64, h=4, hs=16$:
+# `(2, 6, 64)` to $Q/K/V$ `(2, 4, 6, 16)` to weights `(2, 4, 6, 6)` to per-head `(2, 4, 6, 16)` to
+# concat `(2, 6, 64)` to output `(2, 6, 64)`, the same numbers as the step-by-step sections.
 #
-# **Next:** Lesson 4 knocks out one head at a time to prove what $W_o$ does, and counts the
-# parameters of the block: $4C^2$, whatever the number of heads.
+# **Batched versus a loop.** Both compute the same $B \cdot h$ products `(T, hs) @ (hs, T)`, and the
+# transposed views are not copied (`tracemalloc` saw only the result). The batched form saves the
+# loop's repeated per-call costs; it is preferred because it is the formula, not for NumPy speed.
+#
+# **Next:** Lesson 4 takes $W_o$ apart: it knocks out one head at a time, shows what a
+# block-diagonal $W_o$ amounts to and where the heads really meet, and counts the parameters of
+# the block: $4C^2$, whatever the number of heads.

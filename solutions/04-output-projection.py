@@ -14,34 +14,44 @@
 # ---
 
 # %% [markdown]
-# # Lesson 4: Why the output projection exists
+# # Lesson 4: What the output projection does, and what it does not
 #
-# Lesson 3 ended with a claim: the heads of a multi-head attention layer run in complete isolation,
-# and the output projection $W_o$ is the only place where they interact. This lesson tests the
-# claim instead of believing it. You will knock out one head, count how many output dimensions
-# move, and compare a dense $W_o$ with a block-diagonal one that only lets each head write into
-# its own columns. Then you will count what $W_o$ and its three siblings cost: $4C^2$ parameters
-# per block, however many heads you slice the width into.
+# Lesson 3 ended with the last step of the layer, the output projection: the concatenated heads
+# times a learned `(C, C)` matrix $W_o$. It also showed that this product is a sum of one term per
+# head. This lesson takes that sum seriously. You will write the per-head terms, knock out one
+# head and count how many output dimensions move, and compare a dense $W_o$ with a
+# block-diagonal one that only lets each head write into its own columns. Three facts come out,
+# each checked in a cell:
+#
+# - the dense $W_o$ lets every head write to every output dimension;
+# - a block-diagonal $W_o$ is the same as no $W_o$ at all, its blocks folded into the value projection;
+# - $W_o$ adds the heads' contributions and never combines two heads into one feature: heads meet
+#   in the next layer, whose dense matrices read all of them.
+#
+# Then you will count what $W_o$ and its three siblings cost: $4C^2$ parameters per block,
+# however many heads you slice the width into.
 #
 # **What you'll do**
-# - reproduce the seed experiment exactly: dropping head 3 moves 64 of 64 output dimensions with a
-#   dense $W_o$ and 16 of 64 with a block-diagonal one;
-# - extend it from one position to every position of both sequences, and to every head;
-# - show that a block-diagonal $W_o$ turns the layer into $h$ independent single-head layers;
-# - count the parameters of an attention block for every head count, and check two claims about
-#   GPT-2 small against its real parameter count.
+# - write `head_contributions`, the per-head terms $\text{head}_i W_o^{(i)}$ that add up to the output (graded);
+# - drop head 3 and count the output dimensions that move: with this seed, 64 of 64 with a dense
+#   $W_o$ and 16 of 64 with a block-diagonal one, at every position and for every head;
+# - fold a block-diagonal $W_o$ into $W_v$ and get the same output without any $W_o$;
+# - measure the interaction of two heads, in this layer and in the next one;
+# - count the parameters of an attention block for every head count, and check three widely
+#   quoted figures about GPT-2 small against its real parameter count.
 #
 # **What you'll learn**
 # - why the output of multi-head attention is a sum of one term per head, $\text{head}_i W_o^{(i)}$;
 # - that which output dimensions a head can reach is decided by the zeros of $W_o$;
+# - that a linear $W_o$ cannot build a feature that needs two heads at once;
 # - why the parameter budget of an attention block is $4C^2$ whatever $h$ is.
 #
 # **What you'll need**
-# - `multi_head_attention_forward` from Lesson 3 (it is repeated below, so this notebook runs on its own);
-# - NumPy slicing, boolean masks and `np.einsum`.
+# - the multi-head layer of Lesson 3, and NumPy slicing, reshapes, boolean masks and `np.einsum`.
 #
-# Three graded exercises close the lesson. Their visible checks run as you work; hidden tests
-# with fresh inputs run when your notebook is graded.
+# One graded exercise sits in the lesson, where its idea is taught, and three practice exercises
+# close it. Their visible checks run as you work; hidden tests with fresh inputs run when your
+# notebook is graded.
 
 # %%
 import copy
@@ -52,26 +62,16 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 # %% [markdown]
-# ## 1. Four opinions stapled together
+# ## 1. The layer and the lesson's data
 #
-# A multi-head layer with $h$ heads computes, for every position, $h$ outputs of size $hs = C/h$,
-# one per head, and concatenates them into one vector of width $C$. Columns 0 to $hs-1$ of that
-# vector come from head 0 alone, the next $hs$ columns from head 1 alone, and so on: $h$ separate
-# opinions stapled together. None of the heads has seen the others' outputs. The layer's output is
+# The layer is the `multi_head_attention_forward` you wrote in Lesson 3; a copy is provided here
+# so that this notebook runs on its own. It projects $X$ to $Q, K, V$, splits them into heads of
+# size $hs = C/h$, computes every head's attention
+# $\text{head}_i = \text{softmax}\!\left(Q_i K_i^\top / \sqrt{hs}\right) V_i$ at once, concatenates the
+# heads and multiplies by $W_o$:
 #
-# $$\text{MultiHead}(X) = \text{Concat}(\text{head}_1, \dots, \text{head}_h)\, W_o ,$$
-#
-# where $W_o$ is a learned `(C, C)` matrix. It is the last step of the layer and the only one
-# that reads more than one head's columns at once.
-#
-# The code is Lesson 3's, repeated so that this notebook runs on its own: a numerically stable
-# softmax over the last axis,
-#
-# $$\text{softmax}(x)_j = \frac{e^{x_j - m}}{\sum_k e^{x_k - m}}, \qquad m = \max_k x_k ,$$
-#
-# and the forward pass, with every head's scaled dot-product attention
-# $\text{head}_i = \text{softmax}\!\left(Q_i K_i^\top / \sqrt{hs}\right) V_i$ computed by one batched
-# matmul over a `(B, h, T, hs)` layout.
+# $$\text{MultiHead}(X) = \text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o, \qquad
+# \text{softmax}(x)_j = \frac{e^{x_j - m}}{\sum_k e^{x_k - m}}, \quad m = \max_k x_k .$$
 
 # %%
 def softmax(x, axis=-1):
@@ -82,55 +82,27 @@ def softmax(x, axis=-1):
 
 
 def multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h):
-    """Multi-head self-attention: X (B, T, C) -> (out (B, T, C), cache of intermediates)."""
+    """Lesson 3's layer: X (B, T, C) -> (out (B, T, C), cache of intermediates)."""
     B, T, C = X.shape
-    if C % h:
-        raise ValueError(f"model width C={C} is not divisible by h={h} heads")
     hs = C // h  # head size
 
-    # 1. Project the full width, split C into h heads, lift the head axis up front.
-    Q = (X @ Wq).reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, T, h, hs) -> (B, h, T, hs)
-    K = (X @ Wk).reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, h, T, hs)
-    V = (X @ Wv).reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, h, T, hs)
+    def heads(W):  # project, then split: (B, T, C) -> (B, T, h, hs) -> (B, h, T, hs)
+        return (X @ W).reshape(B, T, h, hs).transpose(0, 2, 1, 3)
 
-    # 2. Scaled dot-product attention, batched over B and h at once.
-    scores = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(hs)  # (B, h, T, hs) @ (B, h, hs, T) -> (B, h, T, T)
-    weights = softmax(scores, axis=-1)  # (B, h, T, T), each row sums to 1
+    Q, K, V = heads(Wq), heads(Wk), heads(Wv)
+    weights = softmax(Q @ np.swapaxes(K, -2, -1) / np.sqrt(hs), axis=-1)  # (B, h, T, hs) @ (B, h, hs, T) -> (B, h, T, T)
     per_head = weights @ V  # (B, h, T, T) @ (B, h, T, hs) -> (B, h, T, hs)
-
-    # 3. Concatenate the heads: the split run backwards.
     concat = per_head.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
-
-    # 4. The output projection mixes the heads.
     out = concat @ Wo  # (B, T, C) @ (C, C) -> (B, T, C)
-
-    cache = dict(Q=Q, K=K, V=V, scores=scores, weights=weights, per_head=per_head, concat=concat, out=out)
-    return out, cache
+    return out, {"Q": Q, "K": K, "V": V, "weights": weights, "per_head": per_head, "concat": concat}
 
 
 # %% [markdown]
-# ## 2. The seed experiment: drop one head, count what moves
-#
-# The test: set head 3's columns of the concat to zero, as if that head had output nothing,
-# multiply by $W_o$ again, and count the output dimensions that change. A dense $W_o$ should let
-# head 3 reach every output dimension. A **block-diagonal** $W_o$, nonzero only inside each
-# head's own `(hs, hs)` block on the diagonal, lets head $i$'s columns of the concat feed only
-# output dimensions $i \cdot hs$ to $(i+1) \cdot hs - 1$:
-#
-# $$W_o^{\text{block}} = \begin{pmatrix} B_0 & 0 & 0 & 0 \\ 0 & B_1 & 0 & 0 \\ 0 & 0 & B_2 & 0 \\ 0 & 0 & 0 & B_3 \end{pmatrix},
-# \qquad B_i \in \mathbb{R}^{hs \times hs}.$$
-#
-# ### Reproducing the seed's random numbers
-#
-# The set-up is Lesson 3's: $B = 2$ sequences of $T = 6$ positions, width $C = 64$, $h = 4$ heads
-# of size $hs = 16$, projections drawn at scale 0.2. The seed ran everything in one session: it
-# drew `X`, `Wq`, `Wk`, `Wv`, `Wo` from `np.random.default_rng(42)` in that order, then printed
-# tables and ran checks that draw no random numbers, and then drew the four blocks $B_0, \dots,
-# B_3$ of the block-diagonal $W_o$, each `(hs, hs)` and times 0.2, **from the same generator**.
-# A NumPy `Generator` is a stream: every draw continues where the previous one stopped. This
-# notebook is a fresh kernel, so it re-creates `default_rng(42)`, repeats the five draws with the
-# same shapes in the same order, and then draws the blocks. The generator is then in the state
-# the seed's was in, and the blocks are the seed's numbers.
+# The data is Lesson 3's: $B = 2$ sequences of $T = 6$ positions, width $C = 64$, $h = 4$ heads of
+# size $hs = 16$, drawn from `np.random.default_rng(42)` in the order `X`, `Wq`, `Wk`, `Wv`, `Wo`,
+# with the projections at scale 0.2. A NumPy `Generator` is a stream: every draw continues where
+# the previous one stopped. Section 3 draws more numbers from the same stream, so the generator is
+# kept.
 
 # %%
 rng = np.random.default_rng(42)
@@ -143,6 +115,117 @@ Wk = rng.standard_normal((C, C)) * 0.2
 Wv = rng.standard_normal((C, C)) * 0.2
 Wo = rng.standard_normal((C, C)) * 0.2  # the dense output projection
 
+out, cache = multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)
+concat = cache["concat"]  # (B, T, C): head i's output in columns i*hs:(i+1)*hs
+print("X:", X.shape, " concat:", concat.shape, " out:", out.shape)
+
+# %% [markdown]
+# ## 2. One term per head
+#
+# Columns 0 to $hs-1$ of the concat come from head 0 alone, the next $hs$ columns from head 1
+# alone, and so on. Split the rows of $W_o$ the same way, into $h$ row-blocks $W_o^{(i)}$ of shape
+# `(hs, C)`: rows $i \cdot hs$ to $(i+1) \cdot hs - 1$, the rows that multiply head $i$'s columns of
+# the concat. A matrix product taken block by block is a sum, so the output falls apart into one
+# term per head:
+#
+# $$\text{MultiHead}(X) = \text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o = \sum_{i=0}^{h-1} \text{head}_i\, W_o^{(i)},
+# \qquad \text{head}_i \in \mathbb{R}^{B \times T \times hs}, \quad W_o^{(i)} \in \mathbb{R}^{hs \times C}.$$
+#
+# Term $i$ is `(B, T, C)`: a full-width contribution to the output, computed from head $i$'s
+# output and nothing else.
+#
+# ### Exercise 1: the per-head terms (3 points)
+#
+# Write `head_contributions(concat, Wo, h)`. Given a concatenated head output `concat` of shape
+# `(B, T, C)` and an output projection `Wo` of shape `(C, C)`, return the array of shape
+# `(B, h, T, C)` whose `[:, i]` is head $i$'s term,
+# `concat[..., i*hs:(i+1)*hs] @ Wo[i*hs:(i+1)*hs, :]`. No loop over heads: reshape `concat` into
+# its heads and `Wo` into its row-blocks, and let `@` (or `np.einsum`) pair head $i$ with
+# $W_o^{(i)}$. Do not modify the inputs. Summed over the head axis, your terms must give
+# `concat @ Wo`.
+
+# %% nbgrader={"grade": false, "grade_id": "head_contributions", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def head_contributions(concat, Wo, h):
+    """Each head's term head_i @ Wo^(i): concat (B, T, C), Wo (C, C) -> (B, h, T, C)."""
+    ### BEGIN SOLUTION
+    B, T, C = concat.shape
+    hs = C // h
+    head_outputs = concat.reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, T, h, hs) -> (B, h, T, hs)
+    row_blocks = Wo.reshape(h, hs, C)  # (C, C) -> (h, hs, C): W_o^(i) = rows i*hs:(i+1)*hs
+    return head_outputs @ row_blocks  # (B, h, T, hs) @ (h, hs, C), batched over h -> (B, h, T, C)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_head_contributions", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def check_head_contributions(concat, Wo, h):
+    """Visible check with a hint for the usual mistakes."""
+    B, T, C = concat.shape
+    hs = C // h
+    inputs = concat.copy(), Wo.copy()
+    got = head_contributions(concat, Wo, h)
+    assert np.array_equal(concat, inputs[0]) and np.array_equal(Wo, inputs[1]), "head_contributions modified its inputs"
+    assert isinstance(got, np.ndarray), f"head_contributions should return a NumPy array, got {type(got).__name__}"
+    rows = [slice(i * hs, (i + 1) * hs) for i in range(h)]
+    expected = np.stack([concat[..., s] @ Wo[s, :] for s in rows], axis=1)  # (B, h, T, C), head by head
+    if got.shape == (h, B, T, C) and h != B:
+        raise AssertionError(f"got shape (h, B, T, C) = {got.shape}: put the head axis second, (B, h, T, C)")
+    assert got.shape == expected.shape, f"expected shape (B, h, T, C) = {expected.shape}, got {got.shape}"
+    if np.allclose(got, expected):
+        return
+    interleaved = np.stack([concat[..., i::h] @ Wo[i::h, :] for i in range(h)], axis=1)  # heads taken every h-th column
+    if np.allclose(got, interleaved):
+        raise AssertionError("the heads are interleaved: head i's part of the concat is the consecutive columns "
+                             "i*hs:(i+1)*hs, so reshape C as (h, hs), not (hs, h)")
+    from_columns = np.stack([concat[..., s] @ Wo[:, s].T for s in rows], axis=1)
+    if np.allclose(got, from_columns):
+        raise AssertionError("you took W_o^(i) from the COLUMNS of Wo: it is the ROWS i*hs:(i+1)*hs, the ones that "
+                             "multiply head i's columns of the concat")
+    if np.allclose(got.sum(axis=1), concat @ Wo):
+        raise AssertionError("the terms add up to concat @ Wo but are not the per-head terms: term i may use only "
+                             "head i's columns of concat and rows of Wo")
+    raise AssertionError("term i should be concat[..., i*hs:(i+1)*hs] @ Wo[i*hs:(i+1)*hs, :]")
+
+
+_rng = np.random.default_rng(42)  # the lesson's data, drawn again here
+_X = _rng.standard_normal((2, 6, 64))
+_Wq, _Wk, _Wv, _Wo = (_rng.standard_normal((64, 64)) * 0.2 for _ in range(4))
+check_head_contributions(multi_head_attention_forward(_X, _Wq, _Wk, _Wv, _Wo, 4)[1]["concat"], _Wo, 4)
+_rng = np.random.default_rng(3)
+check_head_contributions(_rng.standard_normal((3, 2, 12)), _rng.standard_normal((12, 12)), 3)  # B, T, h all differ
+check_head_contributions(_rng.standard_normal((2, 4, 5)), _rng.standard_normal((5, 5)), 1)  # one head: concat @ Wo
+print("Exercise 1 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# On the lesson's data, the four terms should add up to the layer's output:
+
+# %%
+terms_dense = head_contributions(concat, Wo, h)  # (B, h, T, C)
+print("terms:", terms_dense.shape, "(B, h, T, C)")
+print("sum over the head axis equals the output:", np.allclose(terms_dense.sum(axis=1), out))
+
+# %% [markdown]
+# ## 3. Drop one head, count what moves
+#
+# The sum says what dropping a head does: setting head $i$'s columns of the concat to zero, as if
+# that head had output nothing, removes exactly the term $\text{head}_i W_o^{(i)}$ from the output.
+# That term can only touch output column $j$ if column $j$ of $W_o^{(i)}$ has a nonzero entry. So
+# the zeros of $W_o$ decide which output dimensions a head can reach. To see it, compare the dense
+# $W_o$ with a **block-diagonal** one, nonzero only inside each head's own `(hs, hs)` block on the
+# diagonal, which lets head $i$'s columns of the concat feed only output dimensions
+# $i \cdot hs$ to $(i+1) \cdot hs - 1$:
+#
+# $$W_o^{\text{block}} = \begin{pmatrix} B_0 & 0 & 0 & 0 \\ 0 & B_1 & 0 & 0 \\ 0 & 0 & B_2 & 0 \\ 0 & 0 & 0 & B_3 \end{pmatrix},
+# \qquad B_i \in \mathbb{R}^{hs \times hs}.$$
+#
+# The four blocks are drawn from the same generator, right after $W_o$: each `(hs, hs)`, times
+# 0.2, block 0 first. A copy of the generator taken before the blocks keeps that point of the
+# stream, so the same draws can be replayed later.
+
+# %%
 rng_at_blocks = copy.deepcopy(rng)  # a snapshot of the stream before the blocks, to replay the draws later
 
 # Block-diagonal W_o: entry (r, c) may be nonzero only if row r and column c belong to the same head.
@@ -156,19 +239,18 @@ print("Wo_bd nonzero entries:", np.count_nonzero(Wo_bd), "= h * hs * hs =", h * 
 # %% [markdown]
 # The mask assignment fills the `True` entries of `same_head` in row-major order. Rows 0 to 15
 # have their `True` entries in columns 0 to 15, so the first 256 numbers fill block $B_0$ row by
-# row, the next 256 fill $B_1$, and so on: the same numbers in the same places as the seed's code,
-# which draws the blocks one at a time in a loop over heads. The cell below runs the seed's loop
-# on a copy of the snapshot of the generator taken before the blocks were drawn, to confirm the
-# two matrices are identical. (The loop is the seed's code, kept verbatim only for this comparison; the mask
-# builds the matrix in one assignment and works for any $h$.)
+# row, the next 256 fill $B_1$, and so on: the same numbers in the same places as the usual
+# construction, a loop that draws one `(hs, hs)` block per head. The cell below runs that loop on
+# a copy of the snapshot, to confirm the two matrices are identical. (The loop is run only for
+# this comparison; the mask builds the matrix in one assignment and works for any $h$.)
 
 # %%
-seed_rng = copy.deepcopy(rng_at_blocks)  # a copy, so that the snapshot stays unused for Exercise 1
-seed_block_diag = np.zeros((C, C))
-for i in range(h):  # the seed's construction, run once to compare
+replay_rng = copy.deepcopy(rng_at_blocks)  # a copy, so that the snapshot stays unused for Exercise 2
+loop_block_diag = np.zeros((C, C))
+for i in range(h):  # one block per head, drawn in order: run once to compare
     s = slice(i * hs, (i + 1) * hs)
-    seed_block_diag[s, s] = seed_rng.standard_normal((hs, hs)) * 0.2
-print("mask construction equals the seed's loop, number for number:", np.array_equal(Wo_bd, seed_block_diag))
+    loop_block_diag[s, s] = replay_rng.standard_normal((hs, hs)) * 0.2
+print("mask construction equals the loop over blocks, number for number:", np.array_equal(Wo_bd, loop_block_diag))
 
 # %% [markdown]
 # Here are the two output projections side by side. Each row of $W_o$ is read by one dimension
@@ -197,14 +279,12 @@ plt.show()
 # (zero) outside the four diagonal blocks: rows 48 to 63, head 3's part of the concat, reach only
 # columns 48 to 63.*
 #
-# Now the seed's experiment, verbatim in its logic: zero head 3's slice of the concat, project
-# with each $W_o$, and count the output dimensions of position 0 in sequence 0 whose change is
-# larger than $10^{-9}$ in absolute value.
+# Now the experiment: zero head 3's slice of the concat, project with each $W_o$, and count the
+# output dimensions of position 0 in sequence 0 whose change is larger than $10^{-9}$ in absolute
+# value.
 
 # %%
-out, cache = multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h)
-out_bd, _ = multi_head_attention_forward(X, Wq, Wk, Wv, Wo_bd, h)
-concat = cache["concat"]  # (B, T, C), the same for both projections: W_o comes after it
+out_bd, _ = multi_head_attention_forward(X, Wq, Wk, Wv, Wo_bd, h)  # the same concat, the other W_o
 
 dropped = 3
 concat_drop = concat.copy()
@@ -219,13 +299,13 @@ print("drop head 3 -> output dims changed at [0, 0] (block-diagonal Wo):",
       int((moved_bd[0, 0] > atol).sum()), "of", C)
 
 # %% [markdown]
-# The seed's numbers, reproduced: 64 of 64 with the dense projection, 16 of 64 with the
-# block-diagonal one. With the dense $W_o$, every output dimension was reading head 3; with the
-# block-diagonal one, only head 3's own 16 dimensions were.
+# With this seed: 64 of 64 with the dense projection, 16 of 64 with the block-diagonal one. With
+# the dense $W_o$, every output dimension was reading head 3; with the block-diagonal one, only
+# head 3's own 16 dimensions were.
 #
-# ## 3. Every position, both sequences, every head
+# ### Every position, both sequences, every head
 #
-# The seed looked at one position of one sequence. The claim is about the layer, so count at
+# That count looked at one position of one sequence. The claim is about the layer, so count at
 # every position of both sequences, and also the union: the dimensions that change at **any**
 # position.
 
@@ -270,46 +350,19 @@ plt.show()
 # confined to columns 48 to 63 (right of the last dashed line), and everything to their left is
 # grey: not a small change, no change at all.*
 #
-# ### One term per head
-#
-# Why does the block structure decide the outcome so cleanly? Split the rows of $W_o$ into $h$
-# row-blocks $W_o^{(i)}$ of shape `(hs, C)`, rows $i \cdot hs$ to $(i+1) \cdot hs - 1$: the rows
-# that read head $i$'s part of the concat. Then the matrix product falls apart into one term per
-# head,
-#
-# $$\text{MultiHead}(X) = \text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o = \sum_{i=0}^{h-1} \text{head}_i\, W_o^{(i)} .$$
-#
-# Dropping head $i$ removes exactly the term $\text{head}_i W_o^{(i)}$, and that term can only
-# touch output column $j$ if column $j$ of $W_o^{(i)}$ has a nonzero entry. The cell computes all
-# $h$ terms at once with `np.einsum`, checks that they add up to the output, and checks that the
-# head-3 term is the change measured above.
+# The change is exactly head 3's term of section 2, so your `head_contributions` gives the map for
+# every head without re-running anything: output dimension $j$ moves when head $i$ is dropped if
+# head $i$'s term is nonzero in column $j$ at some position. One boolean array of shape `(h, C)`
+# per projection:
 
 # %%
-def head_contributions(concat, Wo, h):
-    """Each head's term head_i @ Wo^(i): concat (B, T, C), Wo (C, C) -> (h, B, T, C)."""
-    B, T, C = concat.shape
-    hs = C // h
-    heads = concat.reshape(B, T, h, hs)  # (B, T, C) -> (B, T, h, hs): head i's part of the concat
-    Wo_rows = Wo.reshape(h, hs, C)  # (C, C) -> (h, hs, C): Wo^(i), the rows that read head i
-    return np.einsum("btia,iaj->ibtj", heads, Wo_rows)  # sum over a: (B, T, h, hs) x (h, hs, C) -> (h, B, T, C)
-
-
-terms_dense = head_contributions(concat, Wo, h)  # (h, B, T, C)
-terms_bd = head_contributions(concat, Wo_bd, h)  # (h, B, T, C)
-print("sum of the h terms equals the output (dense, block-diagonal):",
-      np.allclose(terms_dense.sum(axis=0), out), np.allclose(terms_bd.sum(axis=0), out_bd))
+terms_bd = head_contributions(concat, Wo_bd, h)  # (B, h, T, C)
 print("head 3's term equals the change from dropping head 3 (dense, block-diagonal):",
-      np.allclose(terms_dense[dropped], out - concat_drop @ Wo),  # (B, T, C) @ (C, C) -> (B, T, C)
-      np.allclose(terms_bd[dropped], out_bd - concat_drop @ Wo_bd))  # (B, T, C)
+      np.allclose(terms_dense[:, dropped], out - concat_drop @ Wo),  # (B, T, C) @ (C, C) -> (B, T, C)
+      np.allclose(terms_bd[:, dropped], out_bd - concat_drop @ Wo_bd))  # (B, T, C)
 
-# %% [markdown]
-# So the map of which output dimensions move when each head is dropped needs no re-run of the
-# layer: output dimension $j$ moves when head $i$ is dropped if head $i$'s term is nonzero in
-# column $j$ at some position. One boolean array of shape `(h, C)` per projection:
-
-# %%
-moves_dense = (np.abs(terms_dense) > atol).any(axis=(1, 2))  # (h, B, T, C) -> (h, C)
-moves_bd = (np.abs(terms_bd) > atol).any(axis=(1, 2))  # (h, C)
+moves_dense = (np.abs(terms_dense) > atol).any(axis=(0, 2))  # (B, h, T, C) -> (h, C)
+moves_bd = (np.abs(terms_bd) > atol).any(axis=(0, 2))  # (h, C)
 print("dims moved when head i is dropped, i = 0..3: dense", moves_dense.sum(axis=1),
       "| block-diagonal", moves_bd.sum(axis=1))
 
@@ -336,85 +389,140 @@ plt.show()
 # columns, and no output dimension is fed by two heads.*
 
 # %% [markdown]
-# ## 4. A block-diagonal $W_o$ is $h$ independent single-head layers
+# ## 4. A block-diagonal $W_o$ is no $W_o$ at all
 #
-# With the block-diagonal projection, $W_o^{(i)}$ is zero except for the block $B_i$ in columns
-# $i \cdot hs$ to $(i+1) \cdot hs - 1$, so the sum of terms becomes a concatenation again:
+# Write head $i$ in full. With $A_i = \text{softmax}\!\left(Q_i K_i^\top / \sqrt{hs}\right)$, head $i$'s
+# `(T, T)` weights, and $W_v^{(i)}$, head $i$'s `(C, hs)` columns of $W_v$, the head's output is
+# $\text{head}_i = A_i X W_v^{(i)}$. With the block-diagonal projection, $W_o^{(i)}$ is zero except
+# for the block $B_i$ in head $i$'s own columns, so the output in those columns is
 #
-# $$\text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o^{\text{block}} = \text{Concat}(\text{head}_0 B_0, \dots, \text{head}_{h-1} B_{h-1}) .$$
+# $$\text{head}_i\, B_i = A_i\, X\, \big(W_v^{(i)} B_i\big) .$$
 #
-# Each block of columns is a complete **single-head attention layer**: its own query, key and
-# value projections $W_q^{(i)}, W_k^{(i)}, W_v^{(i)}$ (head $i$'s `(C, hs)` columns of $W_q$,
-# $W_k$, $W_v$), its own attention, and its own output projection $B_i$, producing $hs$ output
-# dimensions that no other head touches. To check it, write one single-head layer and run it on
-# all $h$ heads' weights at once: stacking the weights along a leading axis makes `@` treat the
-# head as a batch axis, so there is no loop over heads here either.
+# $W_v^{(i)} B_i$ is just another `(C, hs)` matrix. Fold each block into its head's value
+# columns, and the same layer with $W_o = I$, the identity (no output projection at all), gives
+# the same output:
 
 # %%
-def single_head_attention_layer(X, Wq, Wk, Wv, Wo):
-    """One head with its own output projection.
-
-    X (..., T, C); Wq, Wk, Wv (..., C, hs); Wo (..., hs, d_out) -> (..., T, d_out).
-    Leading axes broadcast, so stacked weights (h, C, hs) run h independent layers at once.
-    """
-    hs = Wq.shape[-1]
-    Q, K, V = X @ Wq, X @ Wk, X @ Wv  # (..., T, C) @ (..., C, hs) -> (..., T, hs)
-    weights = softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(hs), axis=-1)  # (..., T, hs) @ (..., hs, T) -> (..., T, T)
-    return weights @ V @ Wo  # (..., T, T) @ (..., T, hs) @ (..., hs, d_out) -> (..., T, d_out)
-
-
-def per_head_columns(W, h):
-    """Head i's columns of a (C, C) projection, stacked: (C, C) -> (h, C, hs)."""
-    C = W.shape[0]
-    return W.reshape(C, h, C // h).transpose(1, 0, 2)  # (C, C) -> (C, h, hs) -> (h, C, hs)
-
-
 diagonal_blocks = Wo_bd.reshape(h, hs, h, hs)[np.arange(h), :, np.arange(h), :]  # (C, C) -> (h, hs, h, hs) -> (h, hs, hs): B_i
-layers = single_head_attention_layer(X[:, None], per_head_columns(Wq, h), per_head_columns(Wk, h),
-                                     per_head_columns(Wv, h), diagonal_blocks)  # (B, 1, T, C) with (h, ...) -> (B, h, T, hs)
-side_by_side = layers.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
-print("h independent single-head layers, side by side, equal the block-diagonal layer:",
-      np.allclose(side_by_side, out_bd, rtol=0, atol=1e-12))
-
-# One of them on its own, with plain 2-D weights: head 2's layer is columns 32..47 of the output.
-s2 = slice(2 * hs, 3 * hs)
-head_2_alone = single_head_attention_layer(X, Wq[:, s2], Wk[:, s2], Wv[:, s2], Wo_bd[s2, s2])  # (B, T, hs)
-print("head 2's single-head layer alone equals columns 32..47 of the block-diagonal output:",
-      np.allclose(head_2_alone, out_bd[:, :, s2], rtol=0, atol=1e-12))
+Wv_heads = Wv.reshape(C, h, hs)  # (C, C) -> (C, h, hs): Wv_heads[:, i] is W_v^(i), head i's value columns
+Wv_folded = np.einsum("cia,iab->cib", Wv_heads, diagonal_blocks).reshape(C, C)  # W_v^(i) B_i: (C, h, hs) -> (C, C)
+out_no_wo, _ = multi_head_attention_forward(X, Wq, Wk, Wv_folded, np.eye(C), h)  # W_o = I
+print("blocks folded into W_v, W_o = I, equals the block-diagonal layer:",
+      np.allclose(out_no_wo, out_bd, rtol=0, atol=1e-12))
 
 # %% [markdown]
-# Both comparisons hold to $10^{-12}$: the block-diagonal layer is four single-head layers of
-# width 16 glued side by side, and "multi-head" would add nothing but bookkeeping.
+# Equal to $10^{-12}$. Without an output projection, the output is the concat itself: head $i$
+# writes its $hs$ numbers into its own $hs$ columns and nowhere else, the staircase of section 3.
+# The layer is then $h$ single-head layers of width $hs$ side by side, and a block-diagonal $W_o$
+# adds nothing that the value projection could not do on its own.
 #
-# The same split applied to the **dense** $W_o$ shows where the interaction lives. Keep only its
-# diagonal blocks and you get four independent layers again, which do not reproduce the dense
-# output; what is missing is exactly the product with the off-diagonal blocks, the weights that
-# carry head $i$'s output into the columns of head $j \ne i$.
+# ## 5. What the dense $W_o$ buys
+#
+# Do the same with the dense $W_o$. Head $i$'s term is
+#
+# $$\text{head}_i\, W_o^{(i)} = A_i\, X\, \big(W_v^{(i)} W_o^{(i)}\big), \qquad W_v^{(i)} W_o^{(i)} \in \mathbb{R}^{C \times C} .$$
+#
+# The product $W_v^{(i)} W_o^{(i)}$, `(C, hs) @ (hs, C)`, is a full-width `(C, C)` matrix, but of
+# rank at most $hs$: it passes through head $i$'s $hs$ numbers. So the dense $W_o$ gives each head
+# a value map into the whole $C$-dimensional output, through an $hs$-dimensional bottleneck: every
+# head can write to every output dimension, which section 3 counted.
 
 # %%
-dense_diagonal_blocks = Wo.reshape(h, hs, h, hs)[np.arange(h), :, np.arange(h), :]  # (h, hs, hs)
-dense_layers = single_head_attention_layer(X[:, None], per_head_columns(Wq, h), per_head_columns(Wk, h),
-                                           per_head_columns(Wv, h), dense_diagonal_blocks)  # (B, h, T, hs)
-dense_side_by_side = dense_layers.transpose(0, 2, 1, 3).reshape(B, T, C)  # (B, h, T, hs) -> (B, T, C)
-off_diagonal = np.where(same_head, 0.0, Wo)  # (C, C): the dense W_o with its diagonal blocks removed
-print("independent layers from the dense W_o's diagonal blocks equal the dense output:",
-      np.allclose(dense_side_by_side, out))
-print("largest |difference| to the dense output: %.4f" % np.abs(dense_side_by_side - out).max())
-print("independent layers + concat @ off-diagonal blocks equal the dense output:",
-      np.allclose(dense_side_by_side + concat @ off_diagonal, out))  # (B, T, C) @ (C, C) -> (B, T, C)
-print(f"share of the dense W_o's weights in off-diagonal blocks: {np.count_nonzero(off_diagonal)} of {C * C}"
-      f" = {np.count_nonzero(off_diagonal) / C**2:.0%}")
+Wo_rows = Wo.reshape(h, hs, C)  # (C, C) -> (h, hs, C): W_o^(i), head i's rows
+value_maps = np.einsum("cia,iad->icd", Wv_heads, Wo_rows)  # W_v^(i) W_o^(i): (C, hs) @ (hs, C) -> (h, C, C)
+print("value maps:", value_maps.shape, "(h, C, C); rank of each:",
+      [int(np.linalg.matrix_rank(m)) for m in value_maps])
+out_from_maps = np.einsum("bitk,bkc,icd->btd", cache["weights"], X, value_maps, optimize=True)  # sum_i A_i X M_i
+print("sum over heads of A_i X (W_v^(i) W_o^(i)) equals the layer's output:", np.allclose(out_from_maps, out))
 
 # %% [markdown]
-# The off-diagonal blocks are 75% of the dense $W_o$'s weights ($h^2 - h = 12$ of its 16 blocks),
-# and they are the cross-head mixing. Training can use them to build an output feature that needs
-# two heads at once; a block-diagonal $W_o$ forbids it.
+# Each head's value map is `(64, 64)` of rank 16, and the four of them rebuild the layer's output.
+# That is all the dense $W_o$ adds: reach. It does not let heads combine, as the next section
+# shows.
+#
+# ## 6. $W_o$ adds the heads; it does not combine them
+#
+# Because the output is a sum of per-head terms, dropping a set of heads removes exactly their
+# terms. Take two heads $a \ne b$ and write $\text{out}_{-a}$ for the output with head $a$
+# dropped. Their **interaction**
+#
+# $$\Delta_{ab} = \text{out} - \text{out}_{-a} - \text{out}_{-b} + \text{out}_{-a,-b}$$
+#
+# is what the two heads do together beyond what each does alone. With the sum, $\text{out} -
+# \text{out}_{-a}$ and $\text{out}_{-b} - \text{out}_{-a,-b}$ are both head $a$'s term, so
+# $\Delta_{ab} = 0$: whatever head $a$ adds to an output dimension, it adds the same whether head
+# $b$ is there or not. No output feature of the layer, whatever $W_o$ is, can respond to two heads
+# jointly (be large only when both are active): that would need a step that is not linear.
+
+# %%
+def drop_heads(concat, heads):
+    """A copy of concat with the columns of the given heads set to zero."""
+    dropped_dims = np.isin(np.arange(concat.shape[-1]) // hs, heads)  # (C,): True in the dropped heads' columns
+    return np.where(dropped_dims, 0.0, concat)  # (B, T, C)
+
+
+def interaction(W, a, b):
+    """out - out_{-a} - out_{-b} + out_{-a,-b} for output projection W (C, C): (B, T, C)."""
+    def out_without(heads):
+        return drop_heads(concat, heads) @ W  # (B, T, C) @ (C, C) -> (B, T, C)
+
+    return out_without([]) - out_without([a]) - out_without([b]) + out_without([a, b])
+
+
+pairs = [(a, b) for a in range(h) for b in range(a + 1, h)]
+for name, W in [("dense", Wo), ("block-diagonal", Wo_bd)]:
+    largest = max(np.abs(interaction(W, a, b)).max() for a, b in pairs)
+    print(f"{name:15s} W_o: largest |interaction| over all {len(pairs)} pairs of heads, every position "
+          f"and output dim, below 1e-12: {largest < 1e-12}")
+print(f"for scale, the largest |output| of the layer (dense W_o): {np.abs(out).max():.2f}")
 
 # %% [markdown]
-# ## 5. What the block costs: $4C^2$ parameters, whatever $h$ is
+# Zero, up to rounding, for all six pairs and both projections: $W_o$ is a sum, never a
+# combination.
+#
+# ### Where the heads meet: the next layer
+#
+# The next attention layer reads this layer's output through its own projections, dense `(C, C)`
+# matrices $W_q', W_k', W_v'$. Every dimension of its queries is a weighted sum over **all** $C$
+# dimensions of this layer's output, so it reads every head, whatever this layer's $W_o$ was. And
+# its softmax is not linear, so there the interaction of two heads is no longer zero. Both claims,
+# on a second layer drawn from `np.random.default_rng(7)`:
+
+# %%
+next_rng = np.random.default_rng(7)  # a second layer's query and key projections
+Wq_next, Wk_next = (next_rng.standard_normal((C, C)) * 0.2 for _ in range(2))
+
+q_next_moved = np.abs(concat_drop @ Wo_bd @ Wq_next - out_bd @ Wq_next)  # (B, T, C) @ (C, C) -> (B, T, C)
+print("block-diagonal W_o, head 3 dropped: this layer's output dims that move",
+      int((moved_bd > atol).any(axis=(0, 1)).sum()), "| the next layer's query dims that move",
+      int((q_next_moved > atol).any(axis=(0, 1)).sum()), "of", C)
+
+
+def next_layer_weights(layer_out):
+    """The next layer's attention weights (B, h, T, T), computed from this layer's output (B, T, C)."""
+    return multi_head_attention_forward(layer_out, Wq_next, Wk_next, np.eye(C), np.eye(C), h)[1]["weights"]
+
+
+def next_weights(heads):
+    return next_layer_weights(drop_heads(concat, heads) @ Wo)  # this layer's output with `heads` dropped
+
+
+interaction_next = next_weights([]) - next_weights([0]) - next_weights([1]) + next_weights([0, 1])  # (B, h, T, T)
+print(f"next layer's attention weights, heads 0 and 1 of this layer: largest |interaction| = "
+      f"{np.abs(interaction_next).max():.3f}")
+
+# %% [markdown]
+# With the block-diagonal $W_o$, dropping head 3 moved 16 of this layer's 64 output dimensions,
+# and all 64 dimensions of the next layer's queries: the next layer's dense projection undoes the
+# isolation at once. And the next layer's attention weights respond to heads 0 and 1 jointly: the
+# interaction is far from zero. So the heads of one layer meet in the layers after it, through
+# their dense projections and their softmax, not in $W_o$.
+
+# %% [markdown]
+# ## 7. What the block costs: $4C^2$ parameters, whatever $h$ is
 #
 # Count the weights head by head. Head $i$ owns a `(C, hs)` slice of each of $W_q$, $W_k$, $W_v$
-# (its columns) and a `(hs, C)` slice of $W_o$ (its rows, the $W_o^{(i)}$ of section 3). Each
+# (its columns) and a `(hs, C)` slice of $W_o$ (its rows, the $W_o^{(i)}$ of section 2). Each
 # slice has $C \cdot hs$ entries, so
 #
 # $$\text{params} = h \cdot 4 \cdot C \cdot hs = 4 \cdot C \cdot (h \cdot hs) = 4C^2 .$$
@@ -451,16 +559,17 @@ print("every head count gives the same total:", len(set(budget.values())) == 1,
 # Every row totals 2,359,296 $= 4 \cdot 768^2$. With 12 heads each head owns $4 \cdot 768 \cdot 64 =$
 # 196,608 weights; with one head, that head owns them all.
 #
-# ### Checking the seed's GPT-2 figures
+# ### Checking three figures about GPT-2 small
 #
-# The seed makes three numeric claims about GPT-2 small: the block is $4 \cdot 768^2 = 2{,}359{,}296$
-# parameters (the table confirms it), 12 blocks are "~28.3M total, roughly 23% of the model", and
-# "a single attention layer with $D = 768$ has $3 \cdot 768^2 \approx 1.77$M parameters". To check
-# the percentage, count GPT-2 small itself. Its parameters, by their names in the released
-# checkpoint, are the token embedding `wte` `(50257, 768)`, the position embedding `wpe`
-# `(1024, 768)`, 12 blocks, and a final layer norm `ln_f`. The output layer reuses `wte` (tied
-# embeddings), so it adds nothing. Unlike the seed's bias-free attention, GPT-2's linear layers
-# have biases, and `attn.c_attn` is the fused $W_q, W_k, W_v$ projection `(768, 2304)`.
+# Three figures about GPT-2 small's attention are widely quoted: one block has
+# $4 \cdot 768^2 = 2{,}359{,}296$ parameters (the table confirms it); its 12 blocks hold "~28.3M,
+# roughly 23% of the model"; and, in a widely copied example, "a single attention layer with
+# $D = 768$ has $3 \cdot 768^2 \approx 1.77$M parameters". To check the percentage, count GPT-2
+# small itself. Its parameters, by their names in the released checkpoint, are the token
+# embedding `wte` `(50257, 768)`, the position embedding `wpe` `(1024, 768)`, 12 blocks, and a
+# final layer norm `ln_f`. The output layer reuses `wte` (tied embeddings), so it adds nothing.
+# Unlike the bias-free attention of this course, GPT-2's linear layers have biases, and
+# `attn.c_attn` is the fused $W_q, W_k, W_v$ projection `(768, 2304)`.
 
 # %%
 n_embd, n_layer, vocab_size, n_ctx = 768, 12, 50257, 1024
@@ -477,18 +586,18 @@ gpt2_shapes = {"wte.weight": (vocab_size, n_embd), "wpe.weight": (n_ctx, n_embd)
                "ln_f.weight": (n_embd,), "ln_f.bias": (n_embd,)}
 gpt2_total = sum(math.prod(shape) for shape in gpt2_shapes.values())
 embeddings = math.prod(gpt2_shapes["wte.weight"]) + math.prod(gpt2_shapes["wpe.weight"])
-attention_seed = n_layer * budget[12]  # the seed's bias-free blocks, from the table above
+attention_bias_free = n_layer * budget[12]  # 12 bias-free blocks, from the table above
 attention_gpt2 = sum(math.prod(shape) for name, shape in gpt2_shapes.items() if ".attn." in name)  # with biases
 
 print(f"GPT-2 small, {len(gpt2_shapes)} tensors: {gpt2_total:,} parameters "
       f"(matches 124,439,808: {gpt2_total == 124_439_808})")
-print(f"12 bias-free attention blocks (seed)   : {attention_seed:,} = {attention_seed / 1e6:.1f}M, "
-      f"{100 * attention_seed / gpt2_total:.2f}% of the model")
+print(f"12 bias-free attention blocks          : {attention_bias_free:,} = {attention_bias_free / 1e6:.1f}M, "
+      f"{100 * attention_bias_free / gpt2_total:.2f}% of the model")
 print(f"12 attention blocks with GPT-2's biases: {attention_gpt2:,}, "
       f"{100 * attention_gpt2 / gpt2_total:.2f}% of the model")
 print(f"token and position embeddings: {embeddings:,}, {100 * embeddings / gpt2_total:.1f}% of the model")
 print(f"12 bias-free attention blocks as a share of the non-embedding parameters ({gpt2_total - embeddings:,}): "
-      f"{100 * attention_seed / (gpt2_total - embeddings):.1f}%")
+      f"{100 * attention_bias_free / (gpt2_total - embeddings):.1f}%")
 
 # %% [markdown]
 # The per-model figure is right: 12 blocks hold 28,311,552 attention weights, 28.3M. So is
@@ -497,21 +606,22 @@ print(f"12 bias-free attention blocks as a share of the non-embedding parameters
 # and position embeddings, and measured against the non-embedding parameters the attention blocks
 # are a third (33.3%).
 #
-# The last claim is about a single head of width $D = C = 768$:
+# The third figure is a common mistake worth understanding. It is about a single head of width
+# $D = C = 768$:
 
 # %%
 qkv_only = 3 * C_gpt2**2
-print(f"3 * 768**2 = {qkv_only:,}  (W_q, W_k, W_v of width 768; the seed's '~1.77M')")
+print(f"3 * 768**2 = {qkv_only:,}  (W_q, W_k, W_v of width 768: the quoted '~1.77M')")
 print(f"4 * 768**2 = {qkv_only + C_gpt2**2:,}  (the same single head with its output projection W_o)")
 print("a single head of width 768 with W_o costs the same as the h = 1 row of the table:",
       qkv_only + C_gpt2**2 == budget[1])
 
 # %% [markdown]
 # The arithmetic is right, $3 \cdot 768^2 = 1{,}769{,}472 \approx 1.77$M, but it counts only the
-# query, key and value projections. A complete single-head layer also has its `(768, 768)` output
-# projection, which brings it to 2,359,296, exactly the multi-head block's budget. That is the
-# seed's own point, stated carefully: splitting one 768-wide head into 12 heads of 64 does not
-# save or cost a single parameter when $W_o$ is counted on both sides; it only reorganises them.
+# query, key and value projections. A complete attention layer also has its `(768, 768)` output
+# projection, which brings it to 2,359,296, exactly the multi-head block's budget. Counted
+# completely on both sides, splitting one 768-wide head into 12 heads of 64 does not save or cost
+# a single parameter; it only reorganises them.
 
 # %% [markdown]
 # ## Practice exercises
@@ -522,7 +632,7 @@ print("a single head of width 768 with W_o costs the same as the h = 1 row of th
 # function again on fresh inputs (other widths, head counts and seeds), so write the general
 # function, not one that fits this lesson's numbers.
 #
-# ### Exercise 1: build a block-diagonal $W_o$ (3 points)
+# ### Exercise 2: build a block-diagonal $W_o$ (3 points)
 #
 # Write `block_diagonal_wo(C, h, rng, scale=0.2)`. It returns a `(C, C)` array that is zero except
 # for $h$ blocks of shape `(hs, hs)`, $hs = C/h$, on the diagonal: block $i$ occupies rows and
@@ -546,7 +656,7 @@ def block_diagonal_wo(C, h, rng, scale=0.2):
 
 # %% [markdown]
 # Started from the snapshot of the generator taken before the lesson drew its blocks, your
-# function should rebuild the lesson's (and the seed's) block-diagonal $W_o$ exactly:
+# function should rebuild the lesson's block-diagonal $W_o$ exactly:
 
 # %%
 print("block_diagonal_wo reproduces the lesson's Wo_bd:",
@@ -590,14 +700,14 @@ def check_block_diagonal_wo(C, h, seed, scale=0.2):
 
 check_block_diagonal_wo(64, 4, seed=42)
 check_block_diagonal_wo(64, 4, seed=7, scale=1.0)
-print("Exercise 1 visible checks passed (hidden tests run at grading).")
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 2: count the output dimensions a head reaches (3 points)
+# ### Exercise 3: count the output dimensions a head reaches (3 points)
 #
 # Write `dims_changed_by_dropping(concat, Wo, head, h, atol=1e-9)`. Given a concatenated head
 # output `concat` of shape `(B, T, C)` and an output projection `Wo` of shape `(C, C)`:
@@ -661,7 +771,7 @@ def check_dims_changed_by_dropping(concat, Wo, head, h, atol=1e-9):
                          "head*hs:(head+1)*hs of concat, and compare concat_drop @ Wo with concat @ Wo")
 
 
-# The lesson's data, rebuilt here: the seed's 64 (dense) and 16 (block-diagonal) when head 3 is dropped.
+# The lesson's data, drawn again here: with this seed, 64 (dense) and 16 (block-diagonal) dims when head 3 is dropped.
 _rng = np.random.default_rng(42)
 _X = _rng.standard_normal((2, 6, 64))
 _Wq, _Wk, _Wv, _Wo = (_rng.standard_normal((64, 64)) * 0.2 for _ in range(4))
@@ -680,19 +790,19 @@ check_dims_changed_by_dropping(_late, _Wo, 1, 4)
 _positive = np.abs(_concat)
 check_dims_changed_by_dropping(_positive, np.abs(_Wo), 2, 4)
 check_dims_changed_by_dropping(_positive, -np.abs(_Wo), 2, 4)
-print("Exercise 2 visible checks passed (hidden tests run at grading).")
+print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 3: the parameter count of an attention block (2 points)
+# ### Exercise 4: the parameter count of an attention block (2 points)
 #
 # Write `attention_param_count(C, bias=False)`: the number of parameters of one multi-head
 # attention block of width `C`, with its four projections $W_q, W_k, W_v, W_o$, each `(C, C)`.
 # With `bias=True` each of the four projections also has its own bias vector of length $C$.
-# Return an `int`. (There is no `h` argument: section 5 showed why none is needed.)
+# Return an `int`. (There is no `h` argument: section 7 showed why none is needed.)
 
 # %% nbgrader={"grade": false, "grade_id": "attention_param_count", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def attention_param_count(C, bias=False):
@@ -727,7 +837,7 @@ def check_attention_param_count(C):
 
 
 check_attention_param_count(768)
-print("Exercise 3 visible checks passed (hidden tests run at grading).")
+print("Exercise 4 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -736,24 +846,36 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # %% [markdown]
 # ## Summary
 #
-# **The experiment.** With the seed's set-up (`default_rng(42)`; `X`, `Wq`, `Wk`, `Wv`, `Wo` drawn
-# in that order, then the four `(16, 16)` blocks from the same generator), dropping head 3 changes
-# 64 of 64 output dimensions at position `[0, 0]` with the dense $W_o$ and 16 of 64 with the
-# block-diagonal one. The same counts hold at all 12 positions of both sequences, and the
-# `(h, C)` map shows the same for every head: the dense $W_o$ lets each head reach every output
-# dimension, the block-diagonal one only its own 16.
+# **One term per head.** $\text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o = \sum_i \text{head}_i W_o^{(i)}$,
+# with $W_o^{(i)}$ the rows $i \cdot hs$ to $(i+1) \cdot hs - 1$ of $W_o$: your `head_contributions`
+# returns the `(B, h, T, C)` terms, and they add up to the layer's output.
 #
-# **Why.** $\text{MultiHead}(X) = \text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o = \sum_i \text{head}_i W_o^{(i)}$,
-# one term per head; dropping head $i$ removes its term, which can only reach the columns where
-# $W_o^{(i)}$ is nonzero. With a block-diagonal $W_o$ the layer equals $h$ independent single-head
-# layers side by side (checked to $10^{-12}$); the dense $W_o$'s off-diagonal blocks are exactly
-# what is missing from that picture, the place where heads interact.
+# **The experiment.** With `default_rng(42)` drawing `X`, `Wq`, `Wk`, `Wv`, `Wo` in that order and
+# then the four `(16, 16)` blocks from the same generator, dropping head 3 changes 64 of 64 output
+# dimensions at position `[0, 0]` with the dense $W_o$ and 16 of 64 with the block-diagonal one.
+# The same counts hold at all 12 positions of both sequences, and the `(h, C)` map shows the same
+# for every head: dropping a head removes exactly its term, which reaches the columns where
+# $W_o^{(i)}$ is nonzero.
+#
+# **A block-diagonal $W_o$ is no $W_o$.** Folding each block $B_i$ into head $i$'s value columns,
+# $W_v^{(i)} B_i$, and setting $W_o = I$ gives the block-diagonal layer's output to $10^{-12}$: $h$
+# single-head layers side by side.
+#
+# **What the dense $W_o$ buys: reach.** Head $i$'s term is $A_i X \big(W_v^{(i)} W_o^{(i)}\big)$, a
+# `(C, C)` value map of rank $hs$ (16 here): every head can write to every output dimension.
+#
+# **What it does not do: combine heads.** The interaction of any two heads,
+# $\text{out} - \text{out}_{-a} - \text{out}_{-b} + \text{out}_{-a,-b}$, is zero (below $10^{-12}$)
+# for every pair and both projections: a linear $W_o$ adds the heads and cannot build a feature
+# that needs two of them at once. The heads meet in the next layer: its dense query projection
+# reads all 64 dimensions even after a block-diagonal $W_o$, and its attention weights, through
+# its softmax, respond to two heads jointly.
 #
 # **The budget.** One attention block has $4C^2$ weights whatever $h$ is: 2,359,296 for $C = 768$
 # at every $h$ in $\{1, 2, 3, 4, 6, 8, 12\}$, counted from the per-head slices; $4C^2 + 4C$ with
-# biases. Twelve blocks hold 28.3M, 22.75% of GPT-2 small's 124,439,808 parameters, so the seed's
-# "roughly 23%" holds. Its "$3 \cdot 768^2 \approx 1.77$M" for a single attention layer counts
-# $W_q, W_k, W_v$ only; with $W_o$ a single 768-wide head costs the same $4C^2$ as 12 heads.
+# biases. Twelve blocks hold 28.3M, 22.75% of GPT-2 small's 124,439,808 parameters, so the quoted
+# "roughly 23%" holds. The common "$3 \cdot 768^2 \approx 1.77$M" for a single attention layer
+# counts $W_q, W_k, W_v$ only; with $W_o$ a single 768-wide head costs the same $4C^2$ as 12 heads.
 #
 # **Next:** Lesson 5 (optional, needs PyTorch) writes the same layer as a PyTorch `nn.Module`,
 # loads these NumPy weights into it, and checks that both give the same output and the same

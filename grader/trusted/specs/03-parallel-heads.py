@@ -2,8 +2,13 @@
 
 Each reference is written here from the equations, independently of the notebook: the grader runs
 it in its own process, so it must not import anything a submission could have changed. Every
-`cases` generator starts with fixed edge cases (one head, one position, first and last head) and
-adds random shapes; all values are drawn from `rng`, which is seeded afresh for every grading run.
+`cases` generator starts with fixed edge cases (one head, one position, head size 1, a batch whose
+B, T and h all differ, first and last head) and adds random shapes; all values are drawn from
+`rng`, which is seeded afresh for every grading run.
+
+Two exercises call another one's function: the layer calls `split_heads`, and the sweep calls the
+layer. `replace_globals` gives each, during its hidden calls, this file's definition under that
+name, so a mistake in one exercise costs that exercise's points only.
 """
 
 import numpy as np
@@ -11,16 +16,45 @@ import numpy as np
 from grader.trusted import Check, Same, call
 
 
-def concat_heads(per_head):
-    B, h, T, hs = per_head.shape
-    return per_head.transpose(0, 2, 1, 3).reshape(B, T, h * hs)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+def split_heads(x, h):
+    return np.stack(np.split(x, h, axis=-1), axis=1)  # h blocks (B, T, hs) of consecutive columns -> (B, h, T, hs)
 
 
-def concat_heads_cases(rng):
-    shapes = [(1, 1, 3, 5), (3, 2, 4, 7), (2, 8, 5, 3), (4, 3, 1, 2), (1, 4, 6, 1)]  # (B, h, T, hs)
-    shapes += [tuple(int(n) for n in rng.integers(1, 7, size=4)) for _ in range(3)]
-    for shape in shapes:
-        yield call(rng.standard_normal(shape))
+def split_heads_cases(rng):
+    shapes = [(1, 1, 5, 1), (2, 3, 12, 4), (3, 4, 6, 6), (2, 5, 8, 2), (1, 2, 12, 3)]  # (B, T, C, h)
+    for _ in range(3):
+        h, hs = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        shapes.append((int(rng.integers(1, 4)), int(rng.integers(1, 7)), h * hs, h))
+    for B, T, C, h in shapes:
+        yield call(rng.standard_normal((B, T, C)), h)
+
+
+def multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h):
+    """The layer from its equations, head by head in einsum form; also the sweep's stand-in for the student's."""
+    B, T, C = X.shape
+    if C % h:
+        raise ValueError(f"C={C} is not divisible by h={h}")
+    hs = C // h
+    Q, K, V = (np.einsum("btc,cia->bita", X, W.reshape(C, h, hs)) for W in (Wq, Wk, Wv))  # (B, h, T, hs)
+    scores = np.einsum("bita,bisa->bits", Q, K) / np.sqrt(hs)  # (B, h, T, T): q_t . k_s in head i
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights = weights / weights.sum(axis=-1, keepdims=True)  # each row sums to 1 over the keys
+    per_head = np.einsum("bits,bisa->bita", weights, V)  # (B, h, T, hs)
+    concat = np.concatenate([per_head[:, i] for i in range(h)], axis=-1)  # (B, T, C), head i in columns i*hs:(i+1)*hs
+    out = concat @ Wo
+    return out, {"Q": Q, "K": K, "V": V, "weights": weights, "per_head": per_head, "concat": concat}
+
+
+def multi_head_attention_forward_cases(rng):
+    configs = [(1, 4, 8, 1), (2, 1, 12, 3), (3, 5, 12, 4), (2, 4, 6, 6), (1, 3, 20, 2)]  # (B, T, C, h)
+    for _ in range(2):
+        h, hs = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        configs.append((int(rng.integers(1, 4)), int(rng.integers(1, 7)), h * hs, h))
+    for B, T, C, h in configs:
+        X = rng.standard_normal((B, T, C))
+        Wq, Wk, Wv, Wo = (rng.standard_normal((C, C)) / np.sqrt(C) for _ in range(4))  # unit-scale q and k
+        yield call(X, Wq, Wk, Wv, Wo, h)
 
 
 def zero_value_columns(Wv, h, head):
@@ -64,7 +98,7 @@ def sweep_head_counts(X, h_values, seed=0, scale=0.2):
     bad = [n for n in h_values if C % n]
     if bad:
         raise ValueError(f"C={C} is not divisible by h in {bad}")
-    return [{"h": n, "hs": C // n, "scores_shape": (B, n, T, T), "out_shape": (B, T, C)} for n in h_values]
+    return [{"h": n, "hs": C // n, "weights_shape": (B, n, T, T), "out_shape": (B, T, C)} for n in h_values]
 
 
 def sweep_head_counts_cases(rng):
@@ -79,10 +113,16 @@ def sweep_head_counts_cases(rng):
 
 
 CHECKS = {
-    "test_concat_heads": Check("concat_heads", concat_heads, concat_heads_cases, unchanged_args=True),
+    "test_split_heads": Check("split_heads", split_heads, split_heads_cases, unchanged_args=True),
+    # The layer may call the student's split_heads: it sees this spec's during the hidden calls.
+    "test_multi_head_attention_forward": Check("multi_head_attention_forward", multi_head_attention_forward,
+                                               multi_head_attention_forward_cases, unchanged_args=True,
+                                               replace_globals={"split_heads": split_heads}),
     "test_zero_value_columns": Check("zero_value_columns", zero_value_columns, zero_value_columns_cases,
                                      unchanged_args=True),
     "test_per_head_change": Check("per_head_change", per_head_change, per_head_change_cases,
                                   compare=Same(array_like=True)),
-    "test_sweep_head_counts": Check("sweep_head_counts", sweep_head_counts, sweep_head_counts_cases),
+    # The sweep calls the student's layer: it runs with this spec's, so only the sweep itself is graded.
+    "test_sweep_head_counts": Check("sweep_head_counts", sweep_head_counts, sweep_head_counts_cases,
+                                    replace_globals={"multi_head_attention_forward": multi_head_attention_forward}),
 }

@@ -2,9 +2,9 @@
 
 Each reference is written here from the exercise's statement, independently of the notebook: the
 grader runs it in its own process, so it must not import anything a submission could have changed.
-Every `cases` generator starts with fixed cases (one head, one position, head size 1, the last head,
-a signed change, changes below atol) and adds random shapes; all values and seeds are drawn from
-`rng`, which is seeded afresh for every grading run.
+Every `cases` generator starts with fixed cases (one head, one position, head size 1, a batch whose
+B, T and h all differ, the last head, a signed change, changes below atol) and adds random shapes;
+all values and seeds are drawn from `rng`, which is seeded afresh for every grading run.
 
 `block_diagonal_wo` takes a NumPy Generator, which cannot cross the kernel boundary as data. Its
 cases pass `Rng(seed)` instead: the kernel-side harness and the grading process each hand the
@@ -17,6 +17,21 @@ import numpy as np
 
 from grader.trusted import Check, Rng, call
 from grader.trusted.spec import describe
+
+
+def head_contributions(concat, Wo, h):
+    hs = concat.shape[-1] // h
+    blocks = [slice(i * hs, (i + 1) * hs) for i in range(h)]
+    return np.stack([concat[..., s] @ Wo[s, :] for s in blocks], axis=1)  # head i's columns @ its rows: (B, h, T, C)
+
+
+def head_contributions_cases(rng):
+    configs = [(1, 1, 5, 1), (2, 3, 20, 4), (3, 2, 12, 6), (2, 5, 6, 6), (1, 4, 12, 3)]  # (B, T, C, h)
+    for _ in range(3):
+        h, hs = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        configs.append((int(rng.integers(1, 4)), int(rng.integers(1, 6)), h * hs, h))
+    for B, T, C, h in configs:
+        yield call(rng.standard_normal((B, T, C)), rng.standard_normal((C, C)), h)
 
 
 def block_diagonal_wo(C, h, rng, scale=0.2):
@@ -94,6 +109,8 @@ def attention_param_count_cases(rng):
 
 
 CHECKS = {
+    "test_head_contributions": Check("head_contributions", head_contributions, head_contributions_cases,
+                                     unchanged_args=True),
     "test_block_diagonal_wo": Check("block_diagonal_wo", block_diagonal_wo, block_diagonal_wo_cases),
     "test_dims_changed_by_dropping": Check("dims_changed_by_dropping", dims_changed_by_dropping,
                                            dims_changed_by_dropping_cases, unchanged_args=True),
