@@ -324,7 +324,7 @@ for dtype in (np.float32, np.float64):
 # scores; with two masks (causal and padding) they add both. A finite fill that is added can
 # overflow to $-\infty$ after all: twice `finfo(float32).min` is below the most negative float32,
 # and in float16 even a score of $-16$ plus `finfo(float16).min` overflows, because float16 rounds
-# anything beyond $-65520$ to $-\infty$.
+# $-65520$ and anything below it to $-\infty$.
 
 # %%
 with np.errstate(over="ignore"):  # the overflows are the point of this cell
@@ -333,10 +333,12 @@ with np.errstate(over="ignore"):  # the overflows are the point of this cell
 print("float32: finfo.min + finfo.min =", twice_min)
 for score, total in half_sums.items():
     print(f"float16: score {score:3d} + finfo.min = {total}")
+with np.errstate(invalid="ignore"):  # a row of -inf: -inf - (-inf) = nan
+    print("softmax of a row of three such float32 sums:", softmax(np.full(3, twice_min)))
 
 # %% [markdown]
 # A row whose entries all overflowed this way is back to NaN, although no $-\infty$ was ever
-# written. So the course applies masks in one way only:
+# written: the last line above. So the course applies masks in one way only:
 #
 # - masks are **booleans**, `True` where attention is allowed, combined with `&` (never added);
 # - they are applied once, with `np.where(mask, scores, -np.inf)`, which replaces a score rather
@@ -356,8 +358,10 @@ for score, total in half_sums.items():
 
 # %%
 post_00 = softmax(scores_00) * causal  # (T, T): softmax first, then zero the future
-print("row sums after masking the weights:", np.round(post_00.sum(axis=-1), 3))
+row_sums = post_00.sum(axis=-1, keepdims=True)  # (T, 1)
+print("row sums after masking the weights:", np.round(row_sums[:, 0], 3))
 print("equal to masking the scores first:", np.allclose(post_00, weights_00))
+print("each row is the pre-masked row times its sum:", np.allclose(post_00, weights_00 * row_sums))
 
 # Change the key of the last position only: it is in the future of queries 0 to 4.
 Q_00, K_00 = cache_full["Q"][0, 0], cache_full["K"][0, 0]  # (T, hs) each
@@ -410,7 +414,7 @@ print("renormalised equals pre-masked to 1e-12:", np.allclose(renorm_00, weights
 # softmax. That softmax subtracts the maximum over **all** keys, the blocked ones included. When a
 # blocked (future) score is far above the allowed ones, the allowed exponentials are subnormal,
 # with few significant bits, or underflow to 0, and the renormalisation divides 0 by 0. Masking
-# before the softmax subtracts the maximum of the allowed scores only, so it never meets the
+# before the softmax subtracts the maximum of the allowed scores only, so it never meets this
 # problem. Here is one query that may see keys 0 and 1, whose blocked key 2 scores `gap` above them:
 
 # %%
@@ -502,9 +506,9 @@ print("mask before the softmax: every future entry is exactly 0:",
 
 # %%
 plot_tables(list(influence.values()), list(influence.keys()),
-            "How far output t moves when input s changes by +1 (B=2, T=6, C=32, h=4)",
+            "How far output t moves when input token s changes by +1 (B=2, T=6, C=32, h=4)",
             "max |change of output t|", vmax=max(float(t.max()) for t in influence.values()),
-            xlabel="key position s (the perturbed input)", ylabel="query position t (the output)")
+            xlabel="key position s", ylabel="query position t")
 plt.show()
 
 # %% [markdown]
@@ -576,8 +580,8 @@ for b in range(B3):
     print(f"sequence {b} (length {lengths[b]}): fully masked query rows {np.flatnonzero(fully_masked[b, 0]).tolist()}")
 
 # %%
-fig, axes = plt.subplots(2, 3, figsize=(12.5, 7.4))
-fig.subplots_adjust(left=0.06, right=0.8, top=0.9, bottom=0.07, wspace=0.35, hspace=0.3)
+fig, axes = plt.subplots(2, 3, figsize=(12.5, 7.0))
+fig.subplots_adjust(left=0.06, right=0.8, top=0.9, bottom=0.07, wspace=0.35, hspace=0.25)
 plot_masks([combined[b, 0] for b in range(B3)], [f"sequence {b}: length {L}, right-padded" for b, L in enumerate(lengths)],
            None, axes=axes[0])
 plot_masks([combined_left[b, 0] for b in range(B3)], [f"sequence {b}: length {L}, left-padded" for b, L in enumerate(lengths)],
@@ -620,9 +624,8 @@ print("layer 2 output positions with NaN:",
 print("0.0 * nan =", 0.0 * np.nan)
 
 # %% [markdown]
-# Sequences 1 and 2 are now NaN everywhere, their real tokens included; in training, one such
-# NaN in the loss ruins every weight's gradient. So a fully masked row must be given a value on
-# purpose. Two conventions are in use:
+# Sequences 1 and 2 are now NaN everywhere, their real tokens included. So a fully masked row
+# must be given a value on purpose. Two conventions are in use:
 #
 # 1. **A finite fill.** Replace blocked scores with `np.finfo(dtype).min` instead of $-\infty$.
 #    A fully masked row is then constant, and the softmax makes it uniform: the row attends
@@ -667,8 +670,8 @@ for name, w in [("finite fill", weights_fill), ("zero rows  ", weights_zero)]:
 
 # %% [markdown]
 # **The course's convention is the second: a query row with no allowed key gets weights 0 and
-# output 0.** It is the only choice under which no output depends on anything its mask blocks,
-# and it never produces NaN. Exercise 2 asks you to build it into a general masked attention.
+# output 0.** Of the two, it is the one under which no output depends on anything its mask
+# blocks, and it never produces NaN. Exercise 2 asks you to build it into a general masked attention.
 
 # %%
 plot_tables([weights_inf[2, 0], weights_fill[2, 0], weights_zero[2, 0]],
@@ -688,8 +691,8 @@ plt.show()
 #
 # A language model generates text one token at a time: it runs the layer on tokens $0..t$, uses
 # output $t$ to choose token $t + 1$, appends it, and runs again. Run naively, step $t$ recomputes
-# all $t + 1$ output rows. But Section 5 showed that with the causal mask, output $s$ depends only
-# on tokens $0..s$: appending a token cannot change any earlier row. Only row $t$ is new, and it
+# all $t + 1$ output rows. But Section 5 measured that, with the causal mask, no output moves
+# when a later token changes: appending a token cannot change any earlier row. Only row $t$ is new, and it
 # needs
 #
 # $$q_t = x_t W_q, \qquad K_{\le t} = \begin{bmatrix} K_{\le t-1} \\ x_t W_k \end{bmatrix}, \qquad
@@ -702,8 +705,8 @@ plt.show()
 # `(B, h, 1, hs)`, its scores are `(B, h, 1, t+1)` and its output `(B, h, 1, hs)`. No mask is
 # needed: the newest query may see every key in the cache.
 #
-# The code below keeps the cache in arrays allocated once for the final length, as fast
-# implementations do, and writes position $t$ into them at step $t$. It generates from a fresh
+# The code below keeps the cache in arrays allocated once for the final length and writes
+# position $t$ into them at step $t$ (Exercise 3 grows the cache by concatenation instead). It generates from a fresh
 # sequence of 32 tokens (the tokens are given, not sampled: only the attention is under test).
 
 # %%
@@ -1108,8 +1111,8 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # broadcasts over batch and heads, so every head of `(B, h, T, T)` is lower-triangular.
 #
 # **The fill value.** `np.exp` underflows to 0 below about $-17$, $-104$ and $-745$ in float16,
-# float32 and float64. A fill of $-10$ leaves a visible weight on a blocked key; from $-10^4$ on,
-# a finite fill gives the same weights as $-\infty$ on a row with an allowed key. `-1e9` is not
+# float32 and float64. A fill of $-10$ leaves a visible weight on a blocked key; on a row whose
+# best allowed score is 1, fills from $-10^4$ down gave the same weights as $-\infty$. `-1e9` is not
 # finite in float16, and additive masks overflow: `finfo(float32).min` twice, or a float16 score
 # of $-16$ plus `finfo(float16).min`, is $-\infty$. The course combines boolean masks with `&` and
 # applies them once, by replacement.
@@ -1137,5 +1140,5 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # $10^{-12}$, and the multiply-adds counted during the run matched the formulas
 # $B(4LC^2 + 2L^2C)$ per step for recomputing and $B(4C^2 + 2LC)$ with the cache.
 #
-# **Next:** a masked multi-head layer is the attention half of a transformer block; stacking it
-# with a feed-forward network, residual connections and layer normalisation gives the block of a GPT.
+# **Next:** the masked multi-head layer is the attention half of a GPT block; the rest of the block
+# is built around it.
