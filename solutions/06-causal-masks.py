@@ -122,9 +122,9 @@ def multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h, mask=None, mask_after_sof
 
 
 # %% [markdown]
-# Three plotting helpers keep the figure cells short: one draws a row of `(T, T)` heatmaps with
-# a colourbar and, for small tables, the value in every cell; the other two draw a boolean mask
-# and a table that may hold `nan` (shown grey).
+# Two plotting helpers keep the figure cells short: `plot_tables` draws a row of `(T, T)` heatmaps
+# with one colourbar and, for small tables, the value in every cell (`nan` cells are grey), and
+# `plot_masks` draws boolean masks in two colours.
 
 # %%
 MASK_CMAP = ListedColormap(["#2b2b2b", "#f2c14e"])  # False (blocked) dark, True (allowed) yellow
@@ -157,7 +157,8 @@ def plot_tables(tables, titles, suptitle, label, vmin=0.0, vmax=1.0, cmap="virid
                     ax.text(k, q, text, ha="center", va="center", fontsize=7, color="black" if light else "white")
     colourbar = axes[0].figure.colorbar(image, ax=axes, shrink=0.85, label=label)
     if own_figure:
-        fig.suptitle(suptitle, x=0.45)  # centred over the panels, not over panels and colourbar
+        left, right = axes[0].get_position().x0, axes[-1].get_position().x1
+        fig.suptitle(suptitle, x=(left + right) / 2)  # centred over the panels, not the colourbar
     return colourbar
 
 
@@ -386,7 +387,8 @@ plot_tables([weights_00, post_00], ["masked before the softmax", "masked after t
             "attention weight", axes=axes)
 for ax, table in zip(axes, (weights_00, post_00), strict=True):
     ax.set_yticks(range(T), [f"{t}  (sum {table[t].sum():.2f})" for t in range(T)], fontsize=8)
-fig.suptitle("Batch 0, head 0: the same mask applied before and after the softmax (row sums on the left)")
+fig.suptitle("Batch 0, head 0: the same mask applied before and after the softmax (row sums on the left)",
+             x=(axes[0].get_position().x0 + axes[-1].get_position().x1) / 2)
 plt.show()
 
 # %% [markdown]
@@ -586,7 +588,8 @@ plot_masks([combined[b, 0] for b in range(B3)], [f"sequence {b}: length {L}, rig
            None, axes=axes[0])
 plot_masks([combined_left[b, 0] for b in range(B3)], [f"sequence {b}: length {L}, left-padded" for b, L in enumerate(lengths)],
            None, axes=axes[1])
-fig.suptitle("Causal & padding mask of each sequence, (B, 1, T, T): one mask shared by all heads", x=0.45)
+fig.suptitle("Causal & padding mask of each sequence, (B, 1, T, T): one mask shared by all heads",
+             x=(axes[0, 0].get_position().x0 + axes[0, -1].get_position().x1) / 2)
 plt.show()
 
 # %% [markdown]
