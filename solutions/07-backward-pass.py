@@ -562,9 +562,10 @@ plt.show()
 
 # %% [markdown]
 # *Figure: logarithmic axes. Left, the gradient that a typical query sends to $W_q$. With the
-# scale it stays between 0.22 and 0.33 from $d_k = 4$ to 512. Without it, it peaks at $d_k = 16$ and
+# scale it stays between 0.21 and 0.33 from $d_k = 4$ to 512. Without it, it peaks at $d_k = 16$ and
 # then falls by three orders of magnitude, to 0.000422 at $d_k = 512$. Right, the whole layer's
-# $\lVert dW_q \rVert_F$: without the scale it does not fall at all, and is larger than with it.*
+# $\lVert dW_q \rVert_F$: without the scale it grows up to $d_k = 256$ and stays above the scaled
+# curve at every $d_k > 1$.*
 #
 # This is Lesson 2's argument, measured. Without the scale, at $d_k = 512$, 56.9% of the queries
 # send less than 1% of the typical scaled gradient to $W_q$, against none with the scale. The
@@ -581,9 +582,9 @@ for scaled, name in [(False, "unscaled"), (True, "scaled  ")]:
           f" top 10% {np.median(largest[top]):.4f}; largest of any row {largest.max():.4f}")
 
 # %% [markdown]
-# Without the scale, 16 queries carry 83.3% of the gradient, and they are the rare rows that are
-# not saturated: their median largest weight is 0.8417, while the median row of all 160 puts
-# 1.0000 (to four decimals) on a single key. Those saturated rows have $dS = 0$, so their queries
+# Without the scale, 16 queries carry 83.3% of the summed gradient norms, and they are the rare
+# rows that are not saturated: their median largest weight is 0.8417, while the median row of all
+# 160 puts 1.0000 (to four decimals) on a single key. Those saturated rows have $dS$ all but zero, so their queries
 # keep attending to whichever key won at initialisation, however large the layer's total
 # gradient. With the scale, the top 10% carry 19.2%, not far above their 10% share, and no row
 # puts more than 0.8393 of its weight on one key.
@@ -1028,7 +1029,7 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 #
 # **Saturation.** Without the $1/\sqrt{d_k}$ scale, the gradient a typical query sends to $W_q$
 # fell by three orders of magnitude from its peak at $d_k = 16$ to $d_k = 512$; with it, it stayed
-# between 0.22 and 0.33 from $d_k = 4$ on. The unscaled layer's total gradient did not fall, but at
+# between 0.21 and 0.33 from $d_k = 4$ on. The unscaled layer's total gradient did not fall, but at
 # $d_k = 512$ the 10% of queries whose rows were not saturated carried 83.3% of it, and the rest
 # could not learn.
 #
