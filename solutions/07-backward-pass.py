@@ -461,10 +461,11 @@ plt.show()
 # the backward pass in hand, measure it.
 #
 # **The layer.** One head of one sequence: $X$ of shape `(T, C)`, $Q = X W_q$, $K = X W_k$,
-# $V = X W_v$ with $(C, d_k)$ weights; here $C = d_k$. Tokens have length about 1
+# $V = X W_v$ with $(C, d_k)$ weights, the model width fixed at $C = 64$. Tokens have length about 1
 # ($X_{ij} \sim \mathcal N(0, 1/C)$) and the weights have unit-variance entries, so every entry of a
-# query and a key has variance about 1, as in Lesson 2. The upstream gradient has rows of length
-# about 1 too.
+# query and a key has variance about 1, as in Lesson 2, whatever $d_k$ is. (A head larger than the
+# model width does not occur in a real layer; here it only extends the trend, because the scores
+# depend on $d_k$, not on $C$.) The upstream gradient has rows of length about 1 too.
 #
 # **The gradient of $W_q$.** The matmul rule for $Q = X W_q$ gives
 #
@@ -491,12 +492,12 @@ def single_head_wq_gradient(X, Q, K, V, dOut, scaled=True):
     return dWq, np.linalg.norm(X, axis=1) * np.linalg.norm(dQ, axis=1), A.max(axis=1)  # (T,), (T,)
 
 
-def draw_layer(n_tokens, width, seed):
-    """X (n_tokens, width) with rows of length about 1; Wq, Wk, Wv with unit-variance entries; dOut."""
+def draw_layer(n_tokens, width, head_size, seed):
+    """X (T, C) with rows of length about 1; Wq, Wk, Wv (C, d_k) with unit-variance entries; dOut (T, d_k)."""
     layer_rng = np.random.default_rng(seed)
     X = layer_rng.standard_normal((n_tokens, width)) / np.sqrt(width)  # (T, C)
-    weights = [layer_rng.standard_normal((width, width)) for _ in range(3)]  # Wq, Wk, Wv, each (C, C)
-    upstream = layer_rng.standard_normal((n_tokens, width)) / np.sqrt(width)  # (T, C)
+    weights = [layer_rng.standard_normal((width, head_size)) for _ in range(3)]  # Wq, Wk, Wv, each (C, d_k)
+    upstream = layer_rng.standard_normal((n_tokens, head_size)) / np.sqrt(head_size)  # (T, d_k)
     return X, *weights, upstream
 
 
@@ -505,7 +506,7 @@ def project(X, Wq, Wk, Wv, dOut):
     return X, X @ Wq, X @ Wk, X @ Wv, dOut  # (T, C) @ (C, d_k) -> (T, d_k), three times
 
 
-X1, Wq1, Wk1, Wv1, dOut1 = draw_layer(8, 8, seed=0)
+X1, Wq1, Wk1, Wv1, dOut1 = draw_layer(8, 6, 8, seed=0)  # T = 8, C = 6, d_k = 8
 for scaled in (True, False):
     dWq1 = single_head_wq_gradient(*project(X1, Wq1, Wk1, Wv1, dOut1), scaled)[0]
     W = Wq1.copy()
@@ -523,22 +524,22 @@ for scaled in (True, False):
 
 # %%
 d_k_values = [2**n for n in range(10)]  # 1 .. 512
-n_layers, n_tokens = 20, 8
+n_layers, n_tokens, width = 20, 8, 64
 sweep = {}  # (d_k, scaled) -> per-query norms (n_layers * T,), layer norms (n_layers,), largest weights (n_layers * T,)
-for width in d_k_values:
-    layers = [project(*draw_layer(n_tokens, width, seed)) for seed in range(n_layers)]
+for head_size in d_k_values:
+    layers = [project(*draw_layer(n_tokens, width, head_size, seed)) for seed in range(n_layers)]
     for scaled in (True, False):
         results = [single_head_wq_gradient(*layer, scaled=scaled) for layer in layers]
-        sweep[width, scaled] = (np.concatenate([per_query for _, per_query, _ in results]),
+        sweep[head_size, scaled] = (np.concatenate([per_query for _, per_query, _ in results]),
                                 np.array([np.linalg.norm(dWq) for dWq, _, _ in results]),
                                 np.concatenate([largest for _, _, largest in results]))
 
 print("  d_k | median per-query ||dL_i/dW_q|| | below 1% of the scaled median | median ||dW_q||_F")
 print("      |      scaled     unscaled       |      scaled     unscaled       |   scaled  unscaled")
-for width in d_k_values:
-    (q_scaled, w_scaled, _), (q_raw, w_raw, _) = sweep[width, True], sweep[width, False]
+for head_size in d_k_values:
+    (q_scaled, w_scaled, _), (q_raw, w_raw, _) = sweep[head_size, True], sweep[head_size, False]
     floor = 0.01 * np.median(q_scaled)
-    print(f"{width:5d} | {np.median(q_scaled):11.3g} {np.median(q_raw):12.3g}       |"
+    print(f"{head_size:5d} | {np.median(q_scaled):11.3g} {np.median(q_raw):12.3g}       |"
           f" {np.mean(q_scaled < floor):11.1%} {np.mean(q_raw < floor):12.1%}       |"
           f" {np.median(w_scaled):8.3g} {np.median(w_raw):9.3g}")
 
@@ -557,17 +558,18 @@ for ax, ylabel, title in [
     ax.set_ylabel(ylabel + " (log scale)")
     ax.set_title(title)
     ax.legend()
-fig.suptitle(f"Gradient reaching $W_q$ with and without the scale (T = {n_tokens}, {n_layers} seeded layers per $d_k$)")
+fig.suptitle(f"Gradient reaching $W_q$ with and without the scale (T = {n_tokens}, C = {width},"
+             f" {n_layers} seeded layers per $d_k$)")
 plt.show()
 
 # %% [markdown]
 # *Figure: logarithmic axes. Left, the gradient that a typical query sends to $W_q$. With the
-# scale it stays between 0.21 and 0.33 from $d_k = 4$ to 512. Without it, it peaks at $d_k = 16$ and
-# then falls by three orders of magnitude, to 0.000422 at $d_k = 512$. Right, the whole layer's
-# $\lVert dW_q \rVert_F$: without the scale it grows up to $d_k = 256$ and stays above the scaled
-# curve at every $d_k > 1$.*
+# scale it stays between 0.20 and 0.32 from $d_k = 4$ to 512. Without it, it peaks at $d_k = 32$ and
+# then falls by more than two orders of magnitude, to 0.00283 at $d_k = 512$. Right, the whole
+# layer's $\lVert dW_q \rVert_F$: without the scale it grows 12-fold from $d_k = 1$ to 512 and stays
+# above the scaled curve at every $d_k > 1$.*
 #
-# This is Lesson 2's argument, measured. Without the scale, at $d_k = 512$, 56.9% of the queries
+# This is Lesson 2's argument, measured. Without the scale, at $d_k = 512$, 50.6% of the queries
 # send less than 1% of the typical scaled gradient to $W_q$, against none with the scale. The
 # right-hand panel seems to say the opposite, so look at where the unscaled layer's gradient
 # comes from at $d_k = 512$: sort its 160 queries by the gradient each sends to $W_q$ and take the
@@ -582,12 +584,12 @@ for scaled, name in [(False, "unscaled"), (True, "scaled  ")]:
           f" top 10% {np.median(largest[top]):.4f}; largest of any row {largest.max():.4f}")
 
 # %% [markdown]
-# Without the scale, 16 queries carry 83.3% of the summed gradient norms, and they are the rare
-# rows that are not saturated: their median largest weight is 0.8417, while the median row of all
-# 160 puts 1.0000 (to four decimals) on a single key. Those saturated rows have $dS$ all but zero, so their queries
-# keep attending to whichever key won at initialisation, however large the layer's total
-# gradient. With the scale, the top 10% carry 19.2%, not far above their 10% share, and no row
-# puts more than 0.8393 of its weight on one key.
+# Without the scale, 16 queries carry 67.5% of the summed gradient norms, and they are the rare
+# rows that are not saturated: their median largest weight is 0.6809, while the median row of all
+# 160 puts 0.9998 of its weight on a single key. The saturated rows send almost nothing back (the
+# "below 1%" column), so their queries keep attending to whichever key won at initialisation,
+# however large the layer's total gradient. With the scale, the top 10% carry 21.8%, and no row puts more than 0.7054 of its
+# weight on one key.
 #
 # ## 7. Optional: the same gradients from PyTorch
 #
@@ -1028,10 +1030,10 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # $1/\varepsilon$ while truncation error shrinks like $\varepsilon^2$.
 #
 # **Saturation.** Without the $1/\sqrt{d_k}$ scale, the gradient a typical query sends to $W_q$
-# fell by three orders of magnitude from its peak at $d_k = 16$ to $d_k = 512$; with it, it stayed
-# between 0.21 and 0.33 from $d_k = 4$ on. The unscaled layer's total gradient did not fall, but at
-# $d_k = 512$ the 10% of queries whose rows were not saturated carried 83.3% of it, and the rest
-# could not learn.
+# fell by more than two orders of magnitude from its peak at $d_k = 32$ to $d_k = 512$; with it, it
+# stayed between 0.20 and 0.32 from $d_k = 4$ on. The unscaled layer's total gradient did not fall,
+# but at $d_k = 512$ the 10% of queries whose rows were not saturated carried 67.5% of it, and half
+# of all queries sent less than 1% of a typical scaled query's gradient.
 #
 # **The multi-head layer.** The backward of the head merge is the split and vice versa; weight
 # gradients sum over every sequence and position, $dW = X_{\text{rows}}^\top dY_{\text{rows}}$; and
