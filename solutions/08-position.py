@@ -379,7 +379,8 @@ plt.show()
 # %% [markdown]
 # *Figure: the same eight tokens and the same projections, without (left) and with (right) the
 # sinusoidal encodings added. Every entry moves: the content scores are still in there, mixed
-# with the three new terms. Now the scores do depend on where each token sits.*
+# with the three new terms, which depend on where each token sits (section 5 moves the whole
+# sequence along and watches these scores change).*
 
 # %% [markdown]
 # ## 3. Learned absolute embeddings: a table, and its limit
