@@ -16,8 +16,8 @@
 # %% [markdown]
 # # Lesson 8: Order from nowhere: sinusoidal, learned and rotary positions, seen in the scores
 #
-# "The dog bit the man" and "the man bit the dog" hold the same five tokens. Attention, as
-# Lessons 1 to 7 built it, cannot tell them apart: every query is compared with every key by a
+# "The dog bit the man" and "the man bit the dog" hold the same five tokens. Attention on its
+# own, without a mask, cannot tell them apart: every query is compared with every key by a
 # dot product, and nothing in $\text{softmax}(QK^\top/\sqrt{d})\,V$ knows which row of $X$ came
 # first. Shuffle the tokens and the layer returns the same outputs, shuffled the same way.
 # Attention sees its input as a **set**.
@@ -272,7 +272,7 @@ plt.show()
 #
 # $$PE(t) \cdot PE(t+k) = \sum_{i=0}^{d/2-1} \Big[\sin(t\omega_i)\sin((t+k)\omega_i) + \cos(t\omega_i)\cos((t+k)\omega_i)\Big] = \sum_{i=0}^{d/2-1} \cos(k\,\omega_i) .$$
 #
-# $t$ has dropped out. Check it on 260 starting positions $t$ and every offset $k$ from $-40$ to 40:
+# $t$ has dropped out. Check it on 220 starting positions $t$ and every offset $k$ from $-40$ to 40:
 
 # %%
 pe_long = sinusoidal_loop(300, 32)  # (300, 32)
