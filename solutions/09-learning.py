@@ -342,11 +342,13 @@ def print_flag_mass(mass, label):
 mass_init = flag_mass(cache_init["weights"][:, :, QUERY, :], flags_test)  # (n, h, T, T) -> (n, h, T)
 print_flag_mass(mass_init, "at init")
 print(f"uniform attention would put 1/T = {1 / T:.3f} on each position")
+query_scores = cache_init["Q"][:, :, QUERY:] @ cache_init["K"].transpose(0, 1, 3, 2) / np.sqrt(HS)  # (n, h, 1, T)
+print(f"query-row scores at init: mean {query_scores.mean():.3f}, standard deviation {query_scores.std():.3f}")
 
 # %% [markdown]
 # At initialisation the query rows are close to uniform: each flag gets about $1/8$ of the
-# attention, as any other position does. The scores $q \cdot k / \sqrt{hs}$ are small because the
-# weights are small, and small scores make a flat softmax (Lesson 2).
+# attention, as any other position does. The scores $q \cdot k / \sqrt{hs}$ are small, a fraction
+# of 1, because the weights are small, and small scores make a flat softmax (Lesson 2).
 #
 # ## 3. The loss: cross-entropy, and its gradient
 #
@@ -402,10 +404,12 @@ def cross_entropy_and_grad(logits, targets):
 
 # %% [markdown]
 # On the model's logits at initialisation, the held-out loss should be close to $\log 12 \approx 2.485$,
-# the loss of a uniform guess: the readout starts with small weights, so every logit is near 0.
+# the loss of a uniform guess: the readout starts with small weights, so the logits are small and
+# the softmax of each row is close to uniform.
 
 # %%
 loss_init, dlogits_init = cross_entropy_and_grad(logits_init.reshape(-1, V), y_test.reshape(-1))  # (2n, V), (2n,)
+print(f"logits at init: standard deviation {logits_init.std():.3f}")
 print(f"held-out loss at init: {loss_init:.4f}   log(12) = {np.log(V):.4f}")
 print("dlogits:", dlogits_init.shape, "  each row sums to 0:", np.allclose(dlogits_init.sum(axis=1), 0.0))
 
@@ -746,8 +750,9 @@ bag_params, bag_history = train(bag_model, bag_model_backward, init_bag_params(n
 bag_seconds = time.perf_counter() - start
 
 # %% [markdown]
-# The bag model's loss falls only slowly, and it could never fall below $\log 7 \approx 1.946$: the
-# best a bag model can do is spread the probability evenly over the seven tokens present. Its
+# The bag model's loss falls only slowly, and its expected value can never fall below
+# $\log 7 \approx 1.946$: the best a bag model can do is spread the probability evenly over the
+# seven tokens present. Its
 # accuracy stays near the $1/7$ bound of section 1. The curves side by side, with a third panel for where the attention
 # model's query rows look:
 
