@@ -1,0 +1,131 @@
+"""Trusted hidden tests of Lesson 10 (solutions/10-attention-cost.py): references and fresh inputs.
+
+Each reference is written here from the equations, independently of the notebook: the grader runs
+it in its own process, so it must not import anything a submission could have changed. Every
+`cases` generator starts with fixed edge cases and adds random ones; all values are drawn from
+`rng`, which is seeded afresh for every grading run.
+
+How "without materialising a (T, T) array" is checked without taking the kernel's word for it:
+the last case of `online_softmax_attention_cases` has more than 23,300 queries and as many keys.
+Its full score table alone, Tq * Tk float64 numbers, is more than 4.34e9 bytes, larger than the
+whole address space a graded kernel may use (`GuardedExecute.memory_limit = 4 * 1024**3` bytes in
+grader/nbgrader_config.py; the kernel itself already holds about 1 GiB of it). Allocating such an
+array raises MemoryError in the kernel, which the harness reports as a raised call: the case fails
+whatever the kernel prints. A blockwise pass holds one (Tq, block) strip of scores, about 50 MB
+here, and takes a few seconds. If the memory limit is ever raised, raise MEMORY_CASE_T with it
+(tests/integration/test_10_attention_cost.py checks that the case still cannot fit).
+
+The inputs stay small on the wire (d = dv = 1: five arrays of about 23,400 float64 numbers, under
+1 MB in the cell source). The expected output is computed here, in the grading process, without a
+(Tq, Tk) array either: the keys of that case take only 64 distinct values, and the reference merges
+equal keys (a key that occurs c times weighs c times as much and carries the sum of its values), so
+it costs Tq * 64 exponentials instead of Tq * Tk. The merge is exact for any input; for the other
+cases, whose keys are all distinct, it changes nothing.
+
+Comparisons are tight (rtol 1e-9): a correct float64 kernel agrees to about 1e-13, while a score
+table computed in float32 (which would fit in the memory limit) is off by about 1e-6.
+"""
+
+import numpy as np
+
+from grader.trusted import Check, Same, call
+
+MEMORY_CASE_T = 23_300  # fewest queries and keys of the memory case: 8 * 23_300**2 bytes > 4 GiB
+MEMORY_CASE_DISTINCT_KEYS = 64
+
+
+def online_softmax_attention(Q, K, V, block):
+    # softmax(Q K^T / sqrt(d)) V, exactly, computed in chunks of query rows over the distinct keys.
+    # `block` cannot change the answer; it is the student's argument only.
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    *lead, Tq, d = Q.shape
+    Tk, dv = K.shape[-2], V.shape[-1]
+    Qs = Q.reshape(-1, Tq, d)  # leading axes flattened: (n, Tq, d)
+    Ks = K.reshape(-1, Tk, d)  # (n, Tk, d)
+    Vs = V.reshape(-1, Tk, dv)  # (n, Tk, dv)
+    out = np.empty((Qs.shape[0], Tq, dv))
+    for n in range(Qs.shape[0]):
+        keys, which, counts = np.unique(Ks[n], axis=0, return_inverse=True, return_counts=True)  # (G, d)
+        value_sums = np.zeros((len(keys), dv))
+        np.add.at(value_sums, which.reshape(-1), Vs[n])  # (G, dv): sum of the values of each distinct key
+        rows = max(1, 2**22 // len(keys))  # query rows per chunk: at most 4M scores at a time
+        for start in range(0, Tq, rows):
+            scores = Qs[n, start:start + rows] @ keys.T / np.sqrt(d)  # (rows, d) @ (d, G) -> (rows, G)
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))  # one copy of each distinct key
+            out[n, start:start + rows] = (weights @ value_sums) / (weights @ counts)[:, None]  # (rows, dv)
+    return out.reshape(*lead, Tq, dv)
+
+
+def online_softmax_attention_cases(rng):
+    def normal(*shape):
+        return rng.standard_normal(shape)
+
+    # Fixed edge cases: (Q, K, V, block).
+    yield call(normal(7, 3), normal(7, 3), normal(7, 3), 3)  # Tk = 7 is not a multiple of the block
+    yield call(normal(5, 4), normal(6, 4), normal(6, 2), 1)  # blocks of one key; Tq != Tk, dv != d
+    yield call(normal(4, 2), normal(6, 2), normal(6, 3), 6)  # exactly one block
+    yield call(normal(4, 2), normal(6, 2), normal(6, 3), 50)  # a block larger than Tk
+    yield call(normal(2, 3, 4, 5), normal(2, 3, 9, 5), normal(2, 3, 9, 3), 4)  # batch and heads
+    yield call(normal(1, 8), normal(13, 8), normal(13, 8), 5)  # one new query against 13 keys
+    rising = np.sort(rng.random(12))[:, None] * 4.0  # (12, 1) increasing keys, positive queries:
+    yield call(rng.random((3, 1)) + 0.5, rising, normal(12, 2), 3)  # the running max rises in every block
+    yield call(normal(3, 6, 8) * 400.0, normal(3, 10, 8), normal(3, 10, 4), 3)  # scores in the thousands
+    # Random shapes.
+    for _ in range(3):
+        lead = [(), (2,), (2, 3)][int(rng.integers(3))]
+        Tq, Tk, d, dv = (int(n) for n in rng.integers(1, 17, size=4))
+        block = int(rng.integers(1, Tk + 4))
+        yield call(normal(*lead, Tq, d), normal(*lead, Tk, d), normal(*lead, Tk, dv), block)
+    # The memory case: its (Tq, Tk) score table cannot exist in a graded kernel (see the module docstring).
+    Tq, Tk = (int(n) for n in rng.integers(MEMORY_CASE_T, MEMORY_CASE_T + 300, size=2))
+    distinct = normal(MEMORY_CASE_DISTINCT_KEYS, 1)
+    K = distinct[rng.integers(0, MEMORY_CASE_DISTINCT_KEYS, size=Tk)]  # (Tk, 1)
+    yield call(normal(Tq, 1), K, normal(Tk, 1), int(rng.integers(200, 300)))
+
+
+DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
+
+
+def kv_cache_bytes(n_layers, n_heads, n_kv_heads, head_dim, T, dtype):
+    if isinstance(dtype, str):
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"unknown dtype {dtype!r}")
+        n_bytes = DTYPE_BYTES[dtype]
+    elif isinstance(dtype, int) and not isinstance(dtype, bool) and dtype >= 1:
+        n_bytes = dtype
+    else:
+        raise ValueError(f"not a dtype: {dtype!r}")
+    if min(n_layers, n_heads, n_kv_heads, head_dim) < 1 or T < 0 or n_heads % n_kv_heads:
+        raise ValueError("impossible configuration")
+    return T * 2 * n_layers * n_kv_heads * head_dim * n_bytes  # one key and one value per KV head, per layer
+
+
+def kv_cache_bytes_cases(rng):
+    # (n_layers, n_heads, n_kv_heads, head_dim, T, dtype)
+    yield call(24, 16, 16, 64, 2048, "float32")  # multi-head: every head keeps its K and V
+    yield call(32, 32, 8, 128, 4096, "bfloat16")  # grouped-query
+    yield call(28, 28, 4, 128, 1000, 2)  # grouped-query, bytes given as an int
+    yield call(16, 8, 1, 256, 77, "int8")  # multi-query
+    yield call(1, 1, 1, 1, 1, "float64")
+    yield call(3, 6, 3, 4, 0, "float16")  # an empty cache
+    yield call(12, 12, 5, 64, 10, "float16").raises(ValueError)  # 5 does not divide 12
+    yield call(12, 8, 16, 64, 10, "float16").raises(ValueError)  # more KV heads than query heads
+    yield call(12, 12, 12, 64, 10, "fp16").raises(ValueError)  # not one of the names
+    yield call(12, 12, 12, 64, 10, 0).raises(ValueError)  # no bytes per number
+    yield call(12, 12, 12, 64, -1, "float16").raises(ValueError)  # negative length
+    yield call(0, 12, 12, 64, 10, "float16").raises(ValueError)  # no layers
+    yield call(4, 4, 4, 0, 10, 2).raises(ValueError)  # empty heads
+    for _ in range(4):
+        n_kv = int(rng.choice([1, 2, 4, 8]))
+        n_heads = n_kv * int(rng.choice([1, 2, 4, 8]))
+        dtype = [*DTYPE_BYTES, 1, 2, 3, 4][int(rng.integers(len(DTYPE_BYTES) + 4))]
+        yield call(int(rng.integers(1, 49)), n_heads, n_kv, int(rng.choice([32, 64, 80, 96, 128])),
+                   int(rng.integers(0, 100_001)), dtype)
+
+
+CHECKS = {
+    "test_online_softmax_attention": Check("online_softmax_attention", online_softmax_attention,
+                                           online_softmax_attention_cases, unchanged_args=True,
+                                           compare=Same(rtol=1e-9, atol=1e-10), strict_floats=True),
+    "test_kv_cache_bytes": Check("kv_cache_bytes", kv_cache_bytes, kv_cache_bytes_cases),
+}

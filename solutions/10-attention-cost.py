@@ -1,0 +1,827 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: 10-attention-cost//ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 10: What attention costs, and how fast kernels avoid paying it
+#
+# Every attention head you have written so far builds a table of scores with one row per query
+# and one column per key: `(T, T)` numbers for a sequence of $T$ tokens. At $T = 8$ that table is
+# a picture. At $T = 32{,}768$ one such table of float64 numbers is 8 GiB. This lesson measures
+# what the table costs, in time and in memory, and then removes it: the **online softmax**
+# computes exactly the same attention output one block of keys at a time, holding only a
+# `(T, block)` strip of scores. That update is the idea behind FlashAttention.
+#
+# Then it turns to the other memory bill of a language model, the one that grows during
+# generation: the KV cache, and the two designs (multi-query and grouped-query attention) that
+# shrink it.
+#
+# **What you'll do**
+# - time NumPy attention and measure its peak memory for growing $T$, and fit the slopes on a log-log plot;
+# - derive the online softmax update and trace it, block by block, on one query;
+# - write `online_softmax_attention(Q, K, V, block)`, which never holds a `(T, T)` array, prove it
+#   equals the full attention, and measure that its memory grows only linearly in $T$ (graded);
+# - count the KV-cache bytes of GPT-2 small and of a larger example shape, with one, a few, or all
+#   heads keeping their own keys and values (graded).
+#
+# **What you'll learn**
+# - why both the time and the memory of attention grow as $T^2$, and how many `(T, T)` arrays
+#   the straightforward code holds at once;
+# - the running max $m$, the running sum $\ell$ and the rescaling factor $e^{m - m_{\text{new}}}$;
+# - what a fast attention kernel changes (the memory) and what it does not (the arithmetic);
+# - the KV-cache formula, and how sharing key/value heads between query heads divides it.
+#
+# **What you'll need**
+# - softmax with the max subtracted (Lesson 1), the $1/\sqrt{d}$ scaling (Lesson 2) and heads
+#   (Lesson 3); the KV cache of Lesson 6 helps for section 4;
+# - NumPy broadcasting with `keepdims=True`, and logarithms.
+#
+# Two graded exercises close the lesson. Their visible checks run as you work; hidden tests with
+# fresh inputs run when your notebook is graded.
+
+# %%
+import os
+
+# One BLAS thread, set before NumPy loads: section 2 times NumPy, and on a busy machine extra BLAS
+# threads spend much of their time waiting for each other, which blurs what is being measured.
+for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
+import time
+import tracemalloc
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+# %% [markdown]
+# ## 1. Where the `(T, T)` comes from
+#
+# For one head, with queries $Q$ of shape `(Tq, d)`, keys $K$ of shape `(Tk, d)` and values $V$
+# of shape `(Tk, dv)`, scaled dot-product attention is three steps:
+#
+# $$S = \frac{Q K^\top}{\sqrt{d}}\ \ (T_q \times T_k), \qquad
+#   P = \operatorname{softmax}_{\text{row}}(S)\ \ (T_q \times T_k), \qquad
+#   O = P\,V\ \ (T_q \times d_v).$$
+#
+# In self-attention $T_q = T_k = T$. The scores $S$ and the weights $P$ each hold $T^2$ numbers;
+# computing them takes about $T^2 d$ multiply-adds for $QK^\top$, $T^2$ exponentials (and a few
+# more operations per score) for the softmax, and $T^2 d_v$ multiply-adds for $PV$.
+#
+# To stand on its own, this lesson defines its softmax and attention here: the stable softmax of
+# Lesson 1 and the scaled attention of Lesson 2, written for any number of leading axes
+# (batch, heads) and returning only the output.
+
+# %%
+def softmax(x, axis=-1):
+    """Numerically stable softmax along `axis`: subtract the max, exponentiate, normalise."""
+    shifted = x - x.max(axis=axis, keepdims=True)  # every exponent <= 0: no overflow
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def attention(Q, K, V):
+    """softmax(Q K^T / sqrt(d)) V. Q: (..., Tq, d); K: (..., Tk, d); V: (..., Tk, dv) -> (..., Tq, dv)."""
+    d = Q.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d)  # (..., Tq, d) @ (..., d, Tk) -> (..., Tq, Tk)
+    weights = softmax(scores, axis=-1)  # (..., Tq, Tk), each row sums to 1
+    return weights @ V  # (..., Tq, Tk) @ (..., Tk, dv) -> (..., Tq, dv)
+
+
+# %% [markdown]
+# A small example to keep in view: $T = 8$ positions, $d = d_v = 4$, drawn from
+# `np.random.default_rng(12)` in the order below.
+
+# %%
+rng = np.random.default_rng(12)
+T, d = 8, 4
+Q, K, V = (rng.standard_normal((T, d)) for _ in range(3))  # each (T, d)
+
+S = Q @ K.T / np.sqrt(d)  # (T, d) @ (d, T) -> (T, T)
+P = softmax(S)  # (T, T)
+out = attention(Q, K, V)  # (T, d)
+print("scores S :", S.shape, f"{S.nbytes} bytes")
+print("weights P:", P.shape, f"{P.nbytes} bytes")
+print("output   :", out.shape, f"{out.nbytes} bytes")
+print("output equals P @ V:", np.allclose(out, P @ V))
+
+# %% [markdown]
+# A float64 number is 8 bytes, so one `(T, T)` array costs $8T^2$ bytes. That is harmless at
+# $T = 8$ and not at all harmless at the context lengths language models use:
+
+# %%
+for T_long in [1_024, 8_192, 32_768, 131_072]:
+    n_bytes = 8 * T_long**2  # one (T, T) float64 array
+    print(f"T = {T_long:>7,}: one (T, T) float64 array = {n_bytes / 2**20:>9,.0f} MiB = {n_bytes / 2**30:>6,.3f} GiB")
+
+# %% [markdown]
+# And that is one array, for one head of one sequence: a layer with $h$ heads and a batch of $B$
+# sequences computes $B \cdot h$ of them.
+#
+# ## 2. Measured: time and memory against $T$
+#
+# If the $T^2$ terms dominate, the time and the peak memory of `attention` should both follow a
+# power law $y \approx a\,T^{k}$ with $k = 2$. Taking logarithms turns a power law into a line,
+#
+# $$\log y = \log a + k \log T ,$$
+#
+# so the exponent $k$ is the slope of a straight-line fit of $\log y$ against $\log T$: on a
+# log-log plot, doubling $T$ multiplies $y$ by $2^k = 4$.
+#
+# Two measuring tools. `time.process_time()` counts the processor time this program used,
+# not the wall-clock time, so other programs sharing the machine barely disturb it; the best of
+# a few repeats is the least disturbed of all. `tracemalloc` records every
+# allocation NumPy makes for array data, and `get_traced_memory()` returns the current and the
+# **peak** number of traced bytes since tracing started. The inputs are made before tracing
+# starts, so the peak counts only what the call itself allocates.
+
+# %%
+def best_time(fn, repeats=5):
+    """Best processor time of fn() over `repeats` runs, in seconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return min(times)
+
+
+def peak_bytes(fn):
+    """Peak bytes of array memory allocated while fn() runs (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def fit_slope(x, y):
+    """Least-squares slope and intercept of log y against log x."""
+    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
+    return float(slope), float(intercept)
+
+
+sweep_T = np.array([256, 512, 1024, 2048])
+sweep_d = 64
+sweep_rng = np.random.default_rng(0)
+sweep_inputs = {int(n): [sweep_rng.standard_normal((n, sweep_d)) for _ in range(3)] for n in sweep_T}  # Q, K, V
+
+# %% [markdown]
+# Memory first. The peak is deterministic: the same code allocates the same arrays every run.
+# The last column divides the peak by the size of one `(T, T)` float64 array, $8T^2$ bytes.
+
+# %%
+naive_peak = np.array([peak_bytes(lambda n=n: attention(*sweep_inputs[n])) for n in sweep_T])
+for n, peak in zip(sweep_T, naive_peak, strict=True):
+    print(f"T = {n:>5}: peak {peak / 2**20:7.2f} MiB = {peak / (8 * n**2):.2f} x one (T, T) array")
+
+mem_slope, mem_intercept = fit_slope(sweep_T, naive_peak)
+print(f"memory slope = {mem_slope:.2f}")
+assert 1.9 <= mem_slope <= 2.1
+print("memory slope within [1.9, 2.1]:", 1.9 <= mem_slope <= 2.1)
+
+# %% [markdown]
+# The peak is four `(T, T)` arrays, and you can name them in `attention`: the scores, then
+# inside `softmax` the shifted scores, their exponentials, and the normalised weights, all alive
+# at the moment the division runs. The fitted slope prints as 1.99: doubling $T$ quadruples the
+# memory (the arrays that grow only like $T$, such as the output, pull the slope a hair below 2).
+#
+# Now the time. Timings vary from run to run and machine to machine, so this cell's numbers are
+# yours alone; the next cell checks only that the fitted slope lands in a generous band around 2.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+naive_time = np.array([best_time(lambda n=n: attention(*sweep_inputs[n])) for n in sweep_T])
+for n, seconds in zip(sweep_T, naive_time, strict=True):
+    print(f"T = {n:>5}: {seconds * 1e3:8.2f} ms")
+time_slope, time_intercept = fit_slope(sweep_T, naive_time)
+print(f"time slope = {time_slope:.2f}")
+
+# %%
+time_band = (1.4, 2.6)
+assert time_band[0] <= time_slope <= time_band[1], f"time slope {time_slope:.2f} is outside {time_band}"
+print(f"time slope within [{time_band[0]}, {time_band[1]}]:", time_band[0] <= time_slope <= time_band[1])
+
+# %% [markdown]
+# The fitted time slope lands near 2, though rarely on it: with four points, a fixed cost per
+# call (which weighs most at small $T$) or a slowdown once the arrays outgrow the processor's
+# caches (at large $T$) can move it by a few tenths.
+
+# %%
+T_line = np.geomspace(sweep_T[0], sweep_T[-1], 50)
+fig, (ax_time, ax_mem) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+ax_time.loglog(sweep_T, naive_time * 1e3, "o", color="tab:blue", label="measured")
+ax_time.loglog(T_line, np.exp(time_intercept) * T_line**time_slope * 1e3, "--", color="tab:blue",
+               label=f"fit: time $\\propto T^{{{time_slope:.2f}}}$")
+ax_time.set_title("Time of one attention call")
+ax_time.set_xlabel("sequence length T")
+ax_time.set_ylabel("time (ms)")
+ax_mem.loglog(sweep_T, naive_peak / 2**20, "o", color="tab:red", label="measured (tracemalloc peak)")
+ax_mem.loglog(T_line, np.exp(mem_intercept) * T_line**mem_slope / 2**20, "--", color="tab:red",
+              label=f"fit: memory $\\propto T^{{{mem_slope:.2f}}}$")
+ax_mem.set_title("Peak memory of one attention call")
+ax_mem.set_xlabel("sequence length T")
+ax_mem.set_ylabel("peak memory (MiB)")
+for ax in (ax_time, ax_mem):
+    ax.set_xticks(sweep_T, [str(n) for n in sweep_T])
+    ax.minorticks_off()
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend()
+fig.suptitle(f"Straightforward NumPy attention (d = {sweep_d}): time and memory against T, log-log")
+plt.show()
+
+# %% [markdown]
+# *Figure: dots are measurements, dashed lines the fitted power laws. On log-log axes a power
+# law is a straight line whose slope is the exponent: both panels climb two decades of $y$ for
+# each decade of $T$, the signature of $T^2$.*
+
+# %% [markdown]
+# ## 3. Attention one block of keys at a time
+#
+# Look at where the $T^2$ memory goes: the whole `(Tq, Tk)` table of scores exists at once only
+# because softmax needs each row's maximum and sum before it can normalise anything. What if
+# the keys arrived in blocks, and each query kept a small running summary instead of a row?
+#
+# The figure draws the example's weights $P$ with the keys split into blocks of 3 columns (the
+# last block is shorter: 8 is not a multiple of 3). A blockwise kernel only ever sees one strip
+# of columns.
+
+# %%
+block_demo = 3
+fig, ax = plt.subplots(figsize=(6.4, 5.2), constrained_layout=True)
+image = ax.imshow(P, vmin=0.0, vmax=1.0, cmap="viridis")
+for q_pos in range(T):
+    for k_pos in range(T):
+        ax.text(k_pos, q_pos, f"{P[q_pos, k_pos]:.2f}", ha="center", va="center", fontsize=8,
+                color="black" if P[q_pos, k_pos] > 0.5 else "white")
+for edge in range(block_demo, T, block_demo):
+    ax.axvline(edge - 0.5, color="white", linewidth=3)
+ax.set_xticks(range(T))
+ax.set_yticks(range(T))
+ax.set_xlabel("key position")
+ax.set_ylabel("query position")
+ax.set_title(f"Attention weights P (T = {T}), keys in blocks of {block_demo}")
+fig.colorbar(image, ax=ax, label="attention weight")
+plt.show()
+
+# %% [markdown]
+# *Figure: each row is one query's weights and sums to 1; the white lines cut the keys into the
+# blocks 0-2, 3-5 and 6-7. The question of this section: can each query's output be built from
+# these strips one after another, without ever holding a whole row of scores?*
+#
+# ### 3.1 The online softmax
+#
+# Take one query, with scores $s_1, \dots, s_T$ against the keys and values $v_1, \dots, v_T$
+# (rows of $V$). Its output, with the max subtracted as in Lesson 1, is
+#
+# $$o = \frac{\sum_j e^{s_j - m}\, v_j}{\sum_j e^{s_j - m}}, \qquad m = \max_j s_j .$$
+#
+# Suppose some blocks of keys have been seen, and the query keeps three numbers about them: the
+# largest score so far $m$, the sum $\ell = \sum_{\text{seen}} e^{s_j - m}$, and the unnormalised
+# output $\tilde o = \sum_{\text{seen}} e^{s_j - m} v_j$ (a vector of $d_v$ numbers). A new
+# block arrives with its scores $s_{\text{blk}}$. Its largest score is
+# $m_{\text{blk}} = \max s_{\text{blk}}$, and the new running max is
+#
+# $$m_{\text{new}} = \max(m,\ m_{\text{blk}}) .$$
+#
+# The old sums were taken relative to $m$; relative to $m_{\text{new}}$ every old term gains the
+# same factor, because $e^{s_j - m_{\text{new}}} = e^{s_j - m}\, e^{m - m_{\text{new}}}$. So the
+# old sums are **rescaled** and the new block is added:
+#
+# $$\ell_{\text{new}} = \ell\, e^{m - m_{\text{new}}} + \sum_{j \in \text{blk}} e^{s_j - m_{\text{new}}},
+# \qquad
+# \tilde o_{\text{new}} = \tilde o\, e^{m - m_{\text{new}}} + \sum_{j \in \text{blk}} e^{s_j - m_{\text{new}}}\, v_j .$$
+#
+# Start with $m = -\infty$, $\ell = 0$, $\tilde o = 0$ (then $e^{m - m_{\text{new}}} = 0$, and the
+# first update is just the first block). After the last block, $m$ is the maximum over all keys,
+# so $\ell$ and $\tilde o$ are exactly the denominator and numerator above, and
+#
+# $$o = \tilde o / \ell .$$
+#
+# Every exponent is $\le 0$, so nothing can overflow: Lesson 1's fix, applied block by block.
+# The memory a query needs is $m$, $\ell$ and $\tilde o$, plus the scores of one block.
+#
+# ### 3.2 One query, traced
+#
+# The function below is the derivation, line for line, for a single query vector `q` of shape
+# `(d,)`, with the state after each block recorded.
+
+# %%
+def online_attention_one_query(q, K, V, block, rescale_output=True):
+    """Online-softmax attention of one query q (d,) over K (Tk, d), V (Tk, dv), `block` keys at a time.
+
+    Returns the output (dv,) and, per block, (first key, last key + 1, m_blk, m_new, e^(m - m_new), l_new).
+    rescale_output=False drops the rescaling of the running output (a common mistake, section 3.3).
+    """
+    d = q.shape[0]
+    m, ell, o = -np.inf, 0.0, np.zeros(V.shape[1])  # m, the sum ell (for ℓ) and õ: nothing seen yet
+    trace = []
+    for start in range(0, K.shape[0], block):
+        s = K[start:start + block] @ q / np.sqrt(d)  # (Bk, d) @ (d,) -> (Bk,): this block's scores
+        m_new = max(m, s.max())
+        rescale = np.exp(m - m_new)  # e^(m - m_new) <= 1; exactly 0 at the first block
+        p = np.exp(s - m_new)  # (Bk,), every entry <= 1
+        ell = ell * rescale + p.sum()
+        o = (o * rescale if rescale_output else o) + p @ V[start:start + block]  # (Bk,) @ (Bk, dv) -> (dv,)
+        trace.append((start, start + len(s), float(s.max()), float(m_new), float(rescale), float(ell)))
+        m = m_new
+    return o / ell, trace
+
+
+row = 0
+o_row, trace = online_attention_one_query(Q[row], K, V, block_demo)
+print(f"query {row}, keys in blocks of {block_demo}:")
+print(" keys   m_blk   m_new  e^(m-m_new) ell_new")
+for first, last, m_blk, m_new, rescale, l_new in trace:
+    print(f" {first}-{last - 1}  {m_blk:7.4f} {m_new:7.4f} {rescale:10.4f} {l_new:9.4f}")
+
+full_row = S[row]  # the whole row of scores, for comparison
+print("final m equals the row max       :", np.isclose(trace[-1][3], full_row.max()))
+print("final ell equals sum_j e^(s_j - m):", np.isclose(trace[-1][5], np.exp(full_row - full_row.max()).sum()))
+print("output equals the full attention :", np.allclose(o_row, out[row]))
+
+# %% [markdown]
+# Read the table from the top. The first block sets $m$, and its rescale factor is 0 (nothing
+# to rescale). The second block holds a larger score, so the running max rises, and the sum of
+# the first block is multiplied by $e^{m - m_{\text{new}}} < 1$ before the second block's terms
+# are added. The last block raises the max once more. At the end, $m$ is the row maximum,
+# $\ell$ is the softmax denominator, and $\tilde o / \ell$ is the attention output, all three
+# checked against the full row above.
+#
+# The block size cannot change the answer, only the number of updates. Every query, for a few
+# block sizes, including a single block holding all keys and blocks of one key:
+
+# %%
+for block_try in [1, 2, 3, 5, 8, 100]:
+    rows = np.stack([online_attention_one_query(Q[i], K, V, block_try)[0] for i in range(T)])  # (T, dv)
+    print(f"block = {block_try:3d}: every query equals the full attention: {np.allclose(rows, out)}")
+
+# %% [markdown]
+# (The loop over queries here is for inspection: one query at a time is the derivation at its
+# plainest. Exercise 1 asks for all queries at once, with the running state held in arrays.)
+#
+# ### 3.3 A common mistake: rescaling the sum but not the output
+#
+# It is easy to remember that $\ell$ must be rescaled when the max rises, and to forget that
+# $\tilde o$ was summed relative to the old max too. The result is wrong, but not always: when
+# the running max never rises after the first block, every rescale factor after the first block is
+# $e^0 = 1$ and the forgotten factor changes nothing. Query 0's max rose twice; query 3's
+# never did:
+
+# %%
+for i in [0, 3]:
+    o_bad, trace_i = online_attention_one_query(Q[i], K, V, block_demo, rescale_output=False)
+    rises = sum(rescale < 1.0 for _, _, _, _, rescale, _ in trace_i[1:])
+    print(f"query {i}: running max rose {rises} time(s); output without rescaling o is right: "
+          f"{np.allclose(o_bad, out[i])}  (largest error {np.abs(o_bad - out[i]).max():.3f})")
+
+# %% [markdown]
+# A test that happens to use only queries like 3 would pass this bug. The checks of Exercise 1
+# include keys ordered so that the max rises in every block.
+#
+# ### 3.4 What a fast kernel changes, and what it does not
+#
+# The online softmax computes every one of the $T_q T_k$ scores and exponentials, exactly as the
+# full version does: the arithmetic is still $\propto T^2$. What disappears is the `(Tq, Tk)`
+# table. Per block the kernel holds a `(Tq, block)` strip of scores and the running state
+# $m, \ell$ `(Tq, 1)` and $\tilde o$ `(Tq, dv)`, so for a fixed block size its memory grows
+# linearly in $T$. You will measure that after Exercise 1.
+#
+# FlashAttention (Dao et al., 2022) runs this update inside one GPU kernel and tiles the
+# queries as well as the keys, so that each tile of scores lives only in the GPU's small fast
+# on-chip memory and the `(T, T)` matrix is never written to its main memory. The paper's
+# argument is that on a GPU, moving data between those memories takes more time than the
+# arithmetic on it, so avoiding the table also makes attention faster there. NumPy gives no
+# control over where its arrays live: here the gain is memory alone.
+#
+# ## 4. The KV-cache memory bill
+#
+# Generating text one token at a time (Lesson 6), each new query attends to the keys and values
+# of every earlier token. Recomputing them would repeat all the work for every new token, so
+# they are kept: the **KV cache**. For every layer it holds, for every past token, one key and
+# one value vector per key/value head. With $L$ layers, $h_{kv}$ key/value heads of size
+# $d_h$, and $b$ bytes per stored number,
+#
+# $$\text{bytes per token} = 2 \cdot L \cdot h_{kv} \cdot d_h \cdot b,
+# \qquad \text{cache of } T \text{ tokens} = T \cdot 2 \cdot L \cdot h_{kv} \cdot d_h \cdot b .$$
+#
+# The factor 2 is one key and one value. Unlike the score table, the cache grows only linearly
+# in $T$, but it is kept for the whole generation, for every sequence being generated at once.
+#
+# ### 4.1 GPT-2 small
+#
+# GPT-2 small has 12 layers of 12 heads of size 64 ($12 \times 64 = 768$, its model width), and
+# every head keeps its own keys and values: $h_{kv} = 12$. Stored in float16 (2 bytes, a common
+# choice for inference) or float32 (4 bytes):
+
+# %%
+n_layers, n_heads, head_dim = 12, 12, 64  # GPT-2 small
+numbers_per_token = 2 * n_layers * n_heads * head_dim  # one key and one value per head, per layer
+print(f"numbers cached per token: 2 x {n_layers} layers x {n_heads} heads x {head_dim} = {numbers_per_token:,}")
+for dtype_name, n_bytes in [("float16", 2), ("float32", 4)]:
+    per_token = numbers_per_token * n_bytes
+    print(f"{dtype_name}: {per_token:,} bytes = {per_token / 2**10:.0f} KiB per token;"
+          f" 1,024 tokens = {1_024 * per_token / 2**20:.0f} MiB")
+
+# %% [markdown]
+# 36 KiB per token in float16: a full 1,024-token context of GPT-2 small costs 36 MiB per
+# sequence. Larger models multiply every factor of the formula.
+#
+# ### 4.2 Sharing keys and values: multi-query and grouped-query attention
+#
+# In the multi-head attention of Lesson 3, each of the $h$ query heads has its own key head and
+# value head, so $h_{kv} = h$. Two designs cut the cache by letting query heads **share** them:
+#
+# - **multi-query attention (MQA)**: one key head and one value head, shared by all $h$ query
+#   heads: $h_{kv} = 1$;
+# - **grouped-query attention (GQA)**: $h_{kv}$ key/value heads, each shared by a group of
+#   $g = h / h_{kv}$ consecutive query heads; query head $i$ uses key/value head $\lfloor i / g \rfloor$.
+#
+# MHA and MQA are the two ends of GQA. The queries are not shared: there are still $h$ of them
+# per token, but they are never cached. In NumPy the sharing is a reshape and a broadcast: split
+# the $h$ query heads into `(h_kv, g)`, give the cached keys and values a group axis of size 1,
+# and let `@` broadcast each key/value head over its group.
+
+# %%
+gqa_rng = np.random.default_rng(3)
+B, h, h_kv, T_gqa, hs = 1, 8, 2, 5, 4
+g = h // h_kv  # query heads per key/value head
+Q_heads = gqa_rng.standard_normal((B, h, T_gqa, hs))  # (B, h, T, hs): every head has its own queries
+K_cache = gqa_rng.standard_normal((B, h_kv, T_gqa, hs))  # (B, h_kv, T, hs): what the cache stores
+V_cache = gqa_rng.standard_normal((B, h_kv, T_gqa, hs))  # (B, h_kv, T, hs)
+
+Q_grouped = Q_heads.reshape(B, h_kv, g, T_gqa, hs)  # (B, h, T, hs) -> (B, h_kv, g, T, hs)
+out_grouped = attention(Q_grouped, K_cache[:, :, None], V_cache[:, :, None])  # against (B, h_kv, 1, T, hs)
+out_grouped = out_grouped.reshape(B, h, T_gqa, hs)  # (B, h_kv, g, T, hs) -> (B, h, T, hs)
+
+# The same thing, spelled out: copy each key/value head to its g query heads, then ordinary MHA.
+K_repeated = np.repeat(K_cache, g, axis=1)  # (B, h_kv, T, hs) -> (B, h, T, hs)
+V_repeated = np.repeat(V_cache, g, axis=1)  # (B, h, T, hs)
+print("query head 5 uses key head 5 // g = 2:", np.array_equal(K_repeated[:, 5], K_cache[:, 5 // g]))
+print("grouped broadcast equals MHA with repeated K, V:", np.allclose(out_grouped, attention(Q_heads, K_repeated, V_repeated)))
+print(f"numbers cached for K and V: GQA {K_cache.size + V_cache.size}, MHA {K_repeated.size + V_repeated.size}"
+      f" ({g}x more)")
+
+# %% [markdown]
+# The broadcast never builds the repeated copies, and the cache keeps only `(B, h_kv, T, hs)`
+# for each of K and V: $g = 4$ times fewer numbers than MHA with the same 8 query heads. Exercise 2
+# turns the formula into a function, and the table after it prices MHA, GQA and MQA for a
+# larger model shape.
+
+# %% [markdown]
+# ## Practice exercises
+#
+# Each exercise asks for one function. Replace `raise NotImplementedError()` with your code, run
+# the cell, then run the test cell below it. The visible checks tell you what a failure most
+# likely means; when your notebook is graded, hidden tests call your function again on fresh
+# inputs (other shapes, block sizes and seeds), so write the general function, not one that
+# fits this lesson's arrays.
+#
+# ### Exercise 1: attention without the `(T, T)` table (5 points)
+#
+# Write `online_softmax_attention(Q, K, V, block)`, the online softmax of section 3 for all
+# queries at once:
+#
+# - `Q` has shape `(..., Tq, d)`, `K` has shape `(..., Tk, d)` and `V` has shape `(..., Tk, dv)`,
+#   with the same leading axes (none, or batch and heads); $T_q$ and $T_k$ may differ, and so
+#   may $d$ and $d_v$. Return the `(..., Tq, dv)` array $\operatorname{softmax}(QK^\top/\sqrt{d})\,V$,
+#   in float64.
+# - Visit the keys in blocks of `block` consecutive positions: `0:block`, `block:2*block`, and so
+#   on. The last block may be shorter, and `block` may be larger than $T_k$.
+# - Keep the running state as arrays: $m$ and $\ell$ of shape `(..., Tq, 1)`, $\tilde o$ of
+#   shape `(..., Tq, dv)`. The largest array of scores you ever hold is `(..., Tq, block)`: never
+#   one with both a $T_q$ and a $T_k$ axis.
+# - No floating-point warnings, even when scores are in the thousands, and do not modify the inputs.
+#
+# The visible checks measure your function's peak memory with `tracemalloc`. When your
+# notebook is graded, one hidden input has more than 23,000 queries and as many keys: its full
+# score table alone would take more than 4 GiB, more memory than a graded notebook may use,
+# while a blockwise pass holds about 50 MB of scores at a time and takes several seconds.
+
+# %% nbgrader={"grade": false, "grade_id": "online_softmax_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def online_softmax_attention(Q, K, V, block):
+    """softmax(Q K^T / sqrt(d)) V, visiting the keys `block` at a time.
+
+    Q: (..., Tq, d), K: (..., Tk, d), V: (..., Tk, dv) -> (..., Tq, dv). Never holds a (Tq, Tk) array.
+    """
+    ### BEGIN SOLUTION
+    *lead, Tq, d = Q.shape
+    Q_scaled = Q / np.sqrt(d)  # scale once: (..., Tq, d), a new array
+    m = np.full((*lead, Tq, 1), -np.inf)  # running max of each query's scores
+    ell = np.zeros((*lead, Tq, 1))  # running sum of e^(s - m)
+    o = np.zeros((*lead, Tq, V.shape[-1]))  # running output, not yet divided by ell
+    for start in range(0, K.shape[-2], block):
+        K_blk = K[..., start:start + block, :]  # (..., Bk, d), a view
+        V_blk = V[..., start:start + block, :]  # (..., Bk, dv)
+        s = Q_scaled @ np.swapaxes(K_blk, -1, -2)  # (..., Tq, d) @ (..., d, Bk) -> (..., Tq, Bk)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # (..., Tq, 1)
+        s -= m_new  # in place: no second (..., Tq, Bk) array
+        p = np.exp(s, out=s)  # e^(s - m_new) <= 1, still in the same memory
+        rescale = np.exp(m - m_new)  # (..., Tq, 1): e^(m - m_new), 0 at the first block
+        ell = ell * rescale + p.sum(axis=-1, keepdims=True)
+        o = o * rescale + p @ V_blk  # (..., Tq, Bk) @ (..., Bk, dv) -> (..., Tq, dv)
+        m = m_new
+    return o / ell
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_online_softmax_attention", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
+def check_online_softmax_attention(Q, K, V, block, what):
+    """Visible check against the full attention, with a hint for the usual mistakes."""
+    before = [a.copy() for a in (Q, K, V)]
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        try:
+            got = online_softmax_attention(Q, K, V, block)
+        except FloatingPointError as error:
+            raise AssertionError(f"{what}: floating-point {error}: exponentiate only scores minus the "
+                                 "running max, and start the max at -inf, the sums at 0") from None
+    expected = attention(Q, K, V)
+    assert isinstance(got, np.ndarray), f"{what}: return a NumPy array, got {type(got).__name__}"
+    assert all(np.array_equal(a, b) for a, b in zip((Q, K, V), before, strict=True)), (
+        f"{what}: the inputs were modified: scale a copy (Q / np.sqrt(d)), not Q itself")
+    assert got.shape == expected.shape, f"{what}: expected shape (..., Tq, dv) = {expected.shape}, got {got.shape}"
+    kept = K.shape[-2] - K.shape[-2] % block
+    if 0 < kept < K.shape[-2] and np.allclose(got, attention(Q, K[..., :kept, :], V[..., :kept, :])):
+        raise AssertionError(f"{what}: the last, shorter block of keys was skipped (Tk = {K.shape[-2]}, "
+                             f"block = {block}): loop with range(0, Tk, block)")
+    assert np.allclose(got, expected, rtol=1e-9, atol=1e-10), (
+        f"{what}: values differ from softmax(Q K^T / sqrt(d)) V. When a block raises the running max, "
+        "both ell and the running output must be multiplied by e^(m - m_new); divide by ell only at the end; "
+        "compute in float64")
+
+
+def check_online_memory(T_mem, block):
+    """Peak memory of one call: far below one (T, T) float64 array."""
+    mem_rng = np.random.default_rng(4)
+    Q_mem, K_mem, V_mem = (mem_rng.standard_normal((T_mem, 2)) for _ in range(3))
+    full_table = 8 * T_mem * T_mem  # bytes of one (T, T) float64 array
+    peak = peak_bytes(lambda: online_softmax_attention(Q_mem, K_mem, V_mem, block))
+    assert peak < full_table / 4, (
+        f"T = {T_mem}, block = {block}: the call allocated {peak / 2**20:.1f} MiB at its peak; one (T, T) "
+        f"array is {full_table / 2**20:.1f} MiB. Hold only one block of scores, (..., Tq, block), at a time")
+
+
+check_rng = np.random.default_rng(2024)
+check_online_softmax_attention(Q, K, V, 3, "the lesson's example, blocks of 3")
+for block_try in [1, 8, 50]:
+    check_online_softmax_attention(Q, K, V, block_try, f"the lesson's example, block = {block_try}")
+Q4, K4, V4 = (check_rng.standard_normal(shape) for shape in [(2, 3, 5, 4), (2, 3, 11, 4), (2, 3, 11, 6)])
+check_online_softmax_attention(Q4, K4, V4, 4, "batch and heads (2, 3), Tq = 5, Tk = 11, dv = 6")
+check_online_softmax_attention(Q4[..., :1, :], K4, V4, 5, "one new query (Tq = 1) against 11 keys")
+K_rising = np.sort(check_rng.random(12))[:, None] * 4.0  # (12, 1): keys in increasing order
+Q_positive = check_rng.random((3, 1)) + 0.5  # (3, 1): positive queries, so every block raises the max
+check_online_softmax_attention(Q_positive, K_rising, check_rng.standard_normal((12, 2)), 3,
+                               "scores rising along the keys (the max rises in every block)")
+check_online_softmax_attention(Q4 * 300.0, K4, V4, 4, "scores in the thousands")
+check_online_memory(4000, 64)
+print("Exercise 1 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Your kernel against the full one
+#
+# With your function in hand, the two claims of section 3 can be measured. First, equality on
+# a larger problem, with batch and head axes and block sizes that do and do not divide $T$:
+
+# %%
+eq_rng = np.random.default_rng(5)
+Q_eq, K_eq, V_eq = (eq_rng.standard_normal((2, 3, 300, 16)) for _ in range(3))  # (B, h, T, hs)
+full_eq = attention(Q_eq, K_eq, V_eq)  # (2, 3, 300, 16)
+for block_try in [1, 7, 64, 300, 1000]:
+    diff = np.abs(online_softmax_attention(Q_eq, K_eq, V_eq, block_try) - full_eq).max()
+    print(f"block = {block_try:4d}: max |online - full| below 1e-12: {diff < 1e-12}")
+
+# %% [markdown]
+# Second, memory. For a fixed block the kernel's peak should grow like $T^1$, not $T^2$. The
+# same tracemalloc measurement as section 2, now on your kernel with blocks of 128 keys, for
+# $T$ up to 4,096:
+
+# %%
+online_T = np.array([256, 512, 1024, 2048, 4096])
+online_block = 128
+online_rng = np.random.default_rng(6)
+online_peak = []
+for n in online_T:
+    Q_n, K_n, V_n = (online_rng.standard_normal((n, sweep_d)) for _ in range(3))
+    online_peak.append(peak_bytes(lambda: online_softmax_attention(Q_n, K_n, V_n, online_block)))
+online_peak = np.array(online_peak)
+for n, peak in zip(online_T, online_peak, strict=True):
+    print(f"T = {n:>5}: peak {peak / 2**20:6.2f} MiB = {peak / (8 * n**2):.3f} x one (T, T) array")
+
+online_slope, online_intercept = fit_slope(online_T, online_peak)
+print(f"online memory slope = {online_slope:.2f}")
+assert 0.9 <= online_slope <= 1.1
+print("online memory slope within [0.9, 1.1]:", 0.9 <= online_slope <= 1.1)
+
+# %%
+fig, ax = plt.subplots(figsize=(7.5, 4.6), constrained_layout=True)
+T_all = np.geomspace(online_T[0], online_T[-1], 50)
+ax.loglog(sweep_T, naive_peak / 2**20, "o", color="tab:red", label="full attention, measured")
+ax.loglog(T_all, np.exp(mem_intercept) * T_all**mem_slope / 2**20, "--", color="tab:red",
+          label=f"full attention, fit $\\propto T^{{{mem_slope:.2f}}}$")
+ax.loglog(online_T, online_peak / 2**20, "s", color="tab:green", label=f"online softmax (block {online_block}), measured")
+ax.loglog(T_all, np.exp(online_intercept) * T_all**online_slope / 2**20, "--", color="tab:green",
+          label=f"online softmax, fit $\\propto T^{{{online_slope:.2f}}}$")
+ax.set_xticks(online_T, [str(n) for n in online_T])
+ax.minorticks_off()
+ax.grid(True, which="major", alpha=0.3)
+ax.set_xlabel("sequence length T")
+ax.set_ylabel("peak memory (MiB)")
+ax.set_title(f"Peak memory of one attention call (d = {sweep_d}), log-log")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# *Figure: the full attention's peak (red; its fit extended past the measured $T$) climbs with
+# slope 2, the online kernel's (green) with a slope near 1 (a small fixed allocation, the same
+# at every $T$, pulls the fit just below 1). At small $T$ a strip of 128 keys is not much
+# smaller than a whole row, so the lines start close; every doubling of $T$ after that doubles
+# the gap, as the last column of the table shows: the kernel's peak, measured in `(T, T)`
+# arrays, halves at every step.*
+#
+# The arithmetic did not go away. Time both on the same input (your numbers; read them, do not
+# expect them to match anyone else's):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+Q_t, K_t, V_t = sweep_inputs[2048]
+t_full = best_time(lambda: attention(Q_t, K_t, V_t))
+t_online = best_time(lambda: online_softmax_attention(Q_t, K_t, V_t, online_block))
+print(f"T = 2048, d = {sweep_d}: full {t_full * 1e3:.1f} ms, online (block {online_block}) {t_online * 1e3:.1f} ms,"
+      f" online / full = {t_online / t_full:.2f}")
+
+# %% [markdown]
+# Both versions compute the same $T^2$ scores and exponentials, so their times are of the same
+# order; a ratio near 1, in either direction, is what the equal arithmetic predicts. The
+# online kernel's win is memory: the last column of its table above, which halves with every
+# doubling of $T$.
+#
+# ### Exercise 2: the KV-cache bill (3 points)
+#
+# Write `kv_cache_bytes(n_layers, n_heads, n_kv_heads, head_dim, T, dtype)`: the bytes of the
+# KV cache of one sequence of `T` tokens, $T \cdot 2 \cdot L \cdot h_{kv} \cdot d_h \cdot b$, as
+# a Python `int`.
+#
+# - `dtype` is either the name of the stored number type, one of `"float64"` (8 bytes),
+#   `"float32"` (4), `"float16"` (2), `"bfloat16"` (2) or `"int8"` (1), or a positive `int`:
+#   the bytes per number.
+# - `n_heads` is the number of query heads. It does not enter the product, but it must be a
+#   multiple of `n_kv_heads` (every key/value head serves the same number of query heads).
+# - Raise `ValueError` for an unknown dtype name, a dtype int below 1, a count below 1
+#   (`n_layers`, `n_heads`, `n_kv_heads`, `head_dim`), a negative `T`, or an `n_heads` that
+#   `n_kv_heads` does not divide. `T = 0` is an empty cache: 0 bytes.
+
+# %% nbgrader={"grade": false, "grade_id": "kv_cache_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def kv_cache_bytes(n_layers, n_heads, n_kv_heads, head_dim, T, dtype):
+    """Bytes of the KV cache of one sequence of T tokens: T * 2 * n_layers * n_kv_heads * head_dim * bytes."""
+    ### BEGIN SOLUTION
+    sizes = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
+    if isinstance(dtype, str):
+        if dtype not in sizes:
+            raise ValueError(f"unknown dtype {dtype!r}; expected one of {sorted(sizes)} or a number of bytes")
+        n_bytes = sizes[dtype]
+    elif isinstance(dtype, int) and not isinstance(dtype, bool) and dtype >= 1:
+        n_bytes = dtype
+    else:
+        raise ValueError(f"dtype must be a dtype name or a positive number of bytes, got {dtype!r}")
+    if min(n_layers, n_heads, n_kv_heads, head_dim) < 1 or T < 0:
+        raise ValueError("n_layers, n_heads, n_kv_heads and head_dim must be at least 1, and T at least 0")
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
+    return int(T * 2 * n_layers * n_kv_heads * head_dim * n_bytes)  # 2: one key and one value
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_kv_cache_bytes", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def check_kv_cache_bytes(args, expected):
+    """Visible check of one configuration, with a hint for the usual mistakes."""
+    _, n_heads, n_kv_heads, *_ = args
+    got = kv_cache_bytes(*args)
+    assert isinstance(got, (int, np.integer)) and not isinstance(got, bool), (
+        f"{args}: return an int (a count of bytes), got {type(got).__name__}")
+    if expected and got * 2 == expected:
+        raise AssertionError(f"{args}: got half the expected {expected:,} bytes: cache both K and V (the factor 2)")
+    if expected and n_kv_heads != n_heads and got * n_kv_heads == expected * n_heads:
+        raise AssertionError(f"{args}: got {got:,}; the cache holds n_kv_heads = {n_kv_heads} key/value heads, "
+                             f"not n_heads = {n_heads}")
+    assert got == expected, f"{args}: expected {expected:,} bytes = T * 2 * n_layers * n_kv_heads * head_dim * bytes, got {got:,}"
+
+
+def check_kv_rejects(args, why):
+    """The function must refuse an impossible configuration."""
+    try:
+        kv_cache_bytes(*args)
+    except ValueError:
+        return
+    raise AssertionError(f"{args}: {why}, so kv_cache_bytes should raise ValueError")
+
+
+check_kv_cache_bytes((12, 12, 12, 64, 1024, "float16"), 37_748_736)  # GPT-2 small, 1,024 tokens
+check_kv_cache_bytes((12, 12, 12, 64, 1024, 4), 75_497_472)  # the same in 4-byte numbers
+check_kv_cache_bytes((12, 12, 12, 64, 1, "float32"), 73_728)
+check_kv_cache_bytes((32, 32, 8, 128, 8192, "bfloat16"), 1_073_741_824)  # grouped-query: 8 KV heads
+check_kv_cache_bytes((32, 32, 1, 128, 100, "int8"), 819_200)  # multi-query: 1 KV head
+check_kv_cache_bytes((2, 4, 2, 8, 0, "float64"), 0)  # an empty cache
+check_kv_rejects((12, 12, 5, 64, 10, "float16"), "5 key/value heads cannot be shared evenly by 12 query heads")
+check_kv_rejects((12, 12, 12, 64, 10, "float12"), "'float12' is not a dtype name")
+check_kv_rejects((12, 12, 12, 64, 10, 0), "0 bytes per number is not a size")
+check_kv_rejects((0, 12, 12, 64, 10, "float16"), "a model has at least one layer")
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The bill, priced
+#
+# GPT-2 small beside an example of a larger shape: 32 layers, 32 query heads of size 128
+# (model width 4,096), bfloat16, with every head keeping its keys and values (MHA), 8 shared
+# key/value heads (GQA) or one (MQA). The shape is an illustration, not any particular
+# product's configuration.
+
+# %%
+def size_text(n_bytes):
+    """Bytes as MiB below 1 GiB, as GiB above."""
+    return f"{n_bytes / 2**30:8.2f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:8.1f} MiB"
+
+
+configs = [  # label, n_layers, n_heads, n_kv_heads, head_dim, dtype
+    ("GPT-2 small, float16", 12, 12, 12, 64, "float16"),
+    ("GPT-2 small, float32", 12, 12, 12, 64, "float32"),
+    ("32-layer example, MHA (32 KV heads)", 32, 32, 32, 128, "bfloat16"),
+    ("32-layer example, GQA (8 KV heads)", 32, 32, 8, 128, "bfloat16"),
+    ("32-layer example, MQA (1 KV head)", 32, 32, 1, 128, "bfloat16"),
+]
+mha_per_token = kv_cache_bytes(32, 32, 32, 128, 1, "bfloat16")
+print(f"{'configuration':37s} {'per token':>10s} {'T = 1,024':>13s} {'T = 8,192':>13s} {'MHA / this':>11s}")
+for label, *shape in configs:
+    per_token = kv_cache_bytes(*shape[:4], 1, shape[4])
+    ratio = f"{mha_per_token / per_token:6.0f}x" if label.startswith("32-layer") else ""
+    print(f"{label:37s} {per_token / 2**10:6.0f} KiB {size_text(kv_cache_bytes(*shape[:4], 1_024, shape[4]))}"
+          f" {size_text(kv_cache_bytes(*shape[:4], 8_192, shape[4]))} {ratio:>11s}")
+
+# %% [markdown]
+# The example shape with full multi-head attention needs 512 KiB per token: 4 GiB for one
+# sequence of 8,192 tokens, and that much again for every other sequence generated at the same
+# time. Eight shared key/value heads divide the bill by $32 / 8 = 4$, a single one by 32. The
+# query heads, and with them the model's width, are unchanged.
+
+# %%
+T_cache = np.geomspace(1_024, 131_072, 8)  # 2^10 ... 2^17 tokens
+fig, ax = plt.subplots(figsize=(7.5, 4.6), constrained_layout=True)
+for (label, *shape), style in zip(configs[2:], ["s-", "^-", "v-"], strict=True):
+    sizes = [kv_cache_bytes(*shape[:4], int(n), shape[4]) / 2**30 for n in T_cache]
+    _ = ax.loglog(T_cache, sizes, style, label=label)
+ax.set_xticks([1_024, 8_192, 32_768, 131_072], ["1,024", "8,192", "32,768", "131,072"])
+ax.minorticks_off()
+ax.grid(True, which="major", alpha=0.3)
+ax.set_xlabel("tokens in the cache, T")
+ax.set_ylabel("KV cache of one sequence (GiB)")
+ax.set_title("KV cache of one sequence, 32-layer example shape in bfloat16, log-log")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# *Figure: every line has slope 1 (the cache is linear in $T$). The three lines differ only in
+# $h_{kv}$, so the vertical gaps are constant: GQA sits a factor 4 below MHA, and MQA a further
+# factor 8 below GQA. GPT-2 small is left out: its context stops at 1,024 tokens.*
+
+# %% [markdown]
+# ## Summary
+#
+# **Attention's $T^2$, measured.** The straightforward NumPy attention's peak memory is four
+# `(T, T)` arrays (scores, shifted scores, exponentials, weights): its fitted log-log slope is
+# 1.99, and the time's slope fell in a band around 2. One `(T, T)` float64 array is
+# $8T^2$ bytes: 8 GiB at $T = 32{,}768$.
+#
+# **The online softmax.** Keep per query a running max $m$, a running sum $\ell$ and an
+# unnormalised output $\tilde o$; for each block of keys,
+# $m_{\text{new}} = \max(m, m_{\text{blk}})$,
+# $\ell_{\text{new}} = \ell\,e^{m - m_{\text{new}}} + \sum e^{s - m_{\text{new}}}$,
+# $\tilde o_{\text{new}} = \tilde o\,e^{m - m_{\text{new}}} + \sum e^{s - m_{\text{new}}}\,v$;
+# at the end $o = \tilde o / \ell$. It equals the full attention (every block size tested agreed
+# to better than $10^{-12}$), never overflows, and for a fixed block its peak memory grew with
+# a fitted slope near 1 instead of 2. Forgetting to rescale $\tilde o$ is wrong exactly when a later block
+# raises the max. The arithmetic is unchanged; FlashAttention's gain on a GPU comes from never
+# writing the `(T, T)` table to main memory.
+#
+# **The KV cache.** $T \cdot 2 \cdot L \cdot h_{kv} \cdot d_h \cdot b$ bytes per sequence:
+# 36 KiB per token for GPT-2 small in float16, 512 KiB for the 32-layer example shape with
+# MHA in bfloat16. Grouped-query attention ($h_{kv}$ shared key/value heads) divides it by
+# $h / h_{kv}$, multi-query attention by $h$, without changing the number of query heads: a
+# reshape and a broadcast compute the same result as MHA with repeated keys and values.
