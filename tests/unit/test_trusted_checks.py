@@ -193,9 +193,10 @@ def test_wire_reports_what_it_cannot_carry():
                                           "object"))
 
 
+@pytest.mark.needs("torch")
 def test_harness_passes_tensors_for_a_tensors_check():
     """Check.tensors: arrays go in as torch tensors, tensors come back as arrays, a NumPy array is refused."""
-    torch = pytest.importorskip("torch", reason="optional extra: run `make torch`")
+    import torch
 
     def outcome(function, *args):
         namespace, shown = {}, []
