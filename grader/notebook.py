@@ -19,6 +19,14 @@ def meta(cell: NotebookNode) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
 
 
+def set_meta(cell: NotebookNode, info: dict | None) -> None:
+    """Give the cell this nbgrader metadata (a copy), or none at all when `info` is None."""
+    if info is None:
+        cell.metadata.pop("nbgrader", None)
+    else:
+        cell.metadata["nbgrader"] = copy.deepcopy(dict(info))
+
+
 def grade_id(cell: NotebookNode) -> str | None:
     return meta(cell).get("grade_id") or None
 

@@ -632,8 +632,7 @@ print("0.0 * nan =", 0.0 * np.nan)
 #
 # 1. **A finite fill.** Replace blocked scores with `np.finfo(dtype).min` instead of $-\infty$.
 #    A fully masked row is then constant, and the softmax makes it uniform: the row attends
-#    equally to every key, blocked ones included. Flax's `dot_product_attention_weights` works
-#    this way.
+#    equally to every key, blocked ones included.
 # 2. **Zero weights.** Detect the rows with no allowed key and set their weights, and so their
 #    output, to 0. PyTorch's `torch.nn.functional.scaled_dot_product_attention` returns zeros
 #    for such rows.

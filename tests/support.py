@@ -222,7 +222,7 @@ def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookN
         if "test" in edits:
             tests[0].source = edits["test"]
         if "test_metadata" in edits:
-            tests[0].metadata["nbgrader"].update(edits["test_metadata"])
+            notebook.meta(tests[0]).update(edits["test_metadata"])
         deleted += [cell for kind, cell in (("solution", solution), ("test", tests[0]))
                     if kind in edits.get("delete", [])]
         for key, cell in (("solution_type", solution), ("test_type", tests[0])):

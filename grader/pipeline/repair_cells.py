@@ -24,7 +24,6 @@ deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 f
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import nbformat
@@ -48,21 +47,22 @@ class RepairCells(OverwriteCells):
             self.log.warning("No nbgrader metadata in the submission: restoring it from the release by position")
             for cell, ref in zip(nb.cells, self._release.cells, strict=True):
                 if notebook.meta(ref):
-                    cell.metadata["nbgrader"] = copy.deepcopy(notebook.meta(ref))
+                    notebook.set_meta(cell, notebook.meta(ref))
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if "nbgrader" in cell.metadata:
+        info = notebook.meta(cell)
+        if info:
             roles = self._gradebook_roles()
             grade_id = notebook.grade_id(cell)
             if grade_id not in roles:
                 self.log.warning("Cell %s is not in the gradebook: graded as an ordinary cell", grade_id)
-                del cell.metadata["nbgrader"]
+                notebook.set_meta(cell, None)
                 return cell, resources
             for role, value in roles[grade_id].items():
-                if cell.metadata["nbgrader"].get(role, False) != value:
-                    self.report_change(grade_id, role, value, cell.metadata["nbgrader"].get(role, False))
-                    cell.metadata["nbgrader"][role] = value
+                if info.get(role, False) != value:
+                    self.report_change(grade_id, role, value, info.get(role, False))
+                    info[role] = value
         return super().preprocess_cell(cell, resources, cell_index)
 
     def _gradebook_roles(self) -> dict[str, dict[str, bool]]:

@@ -217,7 +217,7 @@ class Check:
         stderr, where the course's IgnorePattern would drop it. Underflow is not an error.
     fixed_inputs: `cases` draws nothing from rng because the calls cannot change from run to run: a
         quiz, whose function reports the student's answers and whose reference holds the key. Every
-        other check must send fresh inputs in every run (tests/test_cheats.py checks both).
+        other check must send fresh inputs in every run (the trusted checks' unit tests check both).
     """
 
     function: str

@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from grader import __main__ as course_cli
+from grader import notebook
 from grader.authoring import dist
 from grader.course import REPO, lesson_ids, nbgrader_config
 
@@ -203,7 +204,7 @@ def test_a_damaged_pristine_release_is_refused_before_anything_runs(built, tmp_p
     pristine = moved / dist.RELEASES / "03-parallel-heads.ipynb"
     pristine.chmod(0o644)
     nb = nbformat.read(pristine, as_version=4)
-    nb.cells = [cell for cell in nb.cells if cell.get("metadata", {}).get("nbgrader", {}).get("points") is None]
+    nb.cells = [cell for cell in nb.cells if "points" not in notebook.meta(cell)]
     nbformat.write(nb, pristine)  # every test cell gone: a check against it would pass anything
     done = subprocess.run([sys.executable, "-m", "grader", "check", "03-parallel-heads"], cwd=moved, env=alone(),
                           text=True, capture_output=True, timeout=300)

@@ -1,0 +1,53 @@
+"""GuardedExecute on its own: the sandbox's view, a kernel that dies, output kept in bytes, refusal without a sandbox."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from grader.course import REPO
+from grader.pipeline.guarded_execute import KERNEL_DIED, NOT_RUN, OUTPUT_CAPPED, UNSAFE, GuardedExecute
+from grader.sandbox import bwrap
+
+
+def run(*sources: str, **settings) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=[new_code_cell(source) for source in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    execute = GuardedExecute(timeout=60, kernel_name="python3", **settings)
+    nb, _ = execute.preprocess(nb, {"metadata": {"path": str(REPO)}})
+    return nb
+
+
+def text(cell) -> str:
+    return "".join(o.get("text", "") + o.get("evalue", "") for o in cell.outputs)
+
+
+def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone():
+    nb = run(
+        "import os, socket\nprint(os.path.exists(%r), os.getuid(), os.getpid() < 10)\n" % str(REPO / "grader")
+        + "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError as e:\n    print('no network')",
+        "print('x' * 5000)",
+        "import os\nos._exit(3)",
+        "print('never')",
+        output_bytes_per_cell=1000,
+    )
+    first, flood, exit_cell, after = nb.cells
+    assert text(first).split() == ["False", "65534", "True", "no", "network"]
+    assert any(o.get("ename") == OUTPUT_CAPPED for o in flood.outputs) and "x" * 5000 not in text(flood)
+    assert any(o.get("ename") == KERNEL_DIED for o in exit_cell.outputs)
+    assert [o.get("ename") for o in after.outputs] == [NOT_RUN]
+
+
+def test_without_a_sandbox_grading_refuses_unless_told_and_then_says_so():
+    with mock.patch.object(bwrap, "bwrap_executable", side_effect=bwrap.SandboxUnavailable("no bwrap here")):
+        bwrap.probe.cache_clear()
+        try:
+            with pytest.raises(bwrap.SandboxUnavailable, match="no bwrap here"):
+                run("print(1)")
+        finally:
+            bwrap.probe.cache_clear()
+    nb = run("print(1)", sandbox=False)
+    assert nb.metadata[UNSAFE] is True and "Graded without the sandbox" in nb.cells[0].source
