@@ -1,4 +1,4 @@
-"""GuardedExecute on its own: the sandbox's view, a kernel that dies, output kept in bytes, refusal without a sandbox."""
+"""GuardedExecute on its own: the sandbox's view, a dying kernel, output kept in bytes, no silent unsafe mode."""
 
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ def text(cell) -> str:
 
 
 def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone():
+    probe = f"import os, socket\nprint(os.path.exists({str(REPO / 'grader')!r}), os.getuid(), os.getpid() < 10)\n"
+    probe += "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError:\n    print('no network')"
     nb = run(
-        "import os, socket\nprint(os.path.exists(%r), os.getuid(), os.getpid() < 10)\n" % str(REPO / "grader")
-        + "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError as e:\n    print('no network')",
+        probe,
         "print('x' * 5000)",
         "import os\nos._exit(3)",
         "print('never')",
