@@ -923,7 +923,8 @@ print("and head 0 of the swapped model is head 1 of the trained one:",
 
 # %% [markdown]
 # So train twice more, from `default_rng(7)` and `default_rng(2)` instead of `default_rng(0)`, on the
-# same batches, and measure the same way. Besides the averages, the second table gives the spread
+# same batches, and measure the same way. (These two initialisations were picked, among a handful
+# tried, to show two other outcomes that training can reach.) Besides the averages, the second table gives the spread
 # over the held-out sequences of each head's weight on flag A: its 10th, 50th and 90th percentile.
 
 # %%
