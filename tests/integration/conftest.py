@@ -25,9 +25,13 @@ CELL_TIMEOUT = 15  # seconds per cell in the shared course: an infinite-loop fix
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    """One xdist group per module (its module-scoped fixtures are then built once), and one for
+    everything that uses the shared course or batch."""
     for item in items:
         if {"course", "graded"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("graded"))
+        elif "integration" in item.path.parts:
+            item.add_marker(pytest.mark.xdist_group(f"module-{item.path.stem}"))
 
 
 @pytest.fixture(scope="session")
