@@ -587,16 +587,16 @@ for scaled, name in [(False, "unscaled"), (True, "scaled  ")]:
 # Without the scale, 16 queries carry 67.5% of the summed gradient norms, and they are the rare
 # rows that are not saturated: their median largest weight is 0.6809, while the median row of all
 # 160 puts 0.9998 of its weight on a single key. The saturated rows send almost nothing back (the
-# "below 1%" column), so their queries keep attending to whichever key won at initialisation,
-# however large the layer's total gradient. With the scale, the top 10% carry 21.8%, and no row puts more than 0.7054 of its
-# weight on one key.
+# "below 1%" column): a gradient step would barely move where those queries attend, however
+# large the layer's total gradient. With the scale, the top 10% carry 21.8%, and no row puts more
+# than 0.7054 of its weight on one key.
 #
 # ## 7. Optional: the same gradients from PyTorch
 #
 # If PyTorch is installed (`make torch` installs it), its automatic differentiation can confirm
-# the hand-derived gradients of sections 2 to 4 and the $dW_q$ of section 6, in float64. The
-# output of this cell depends on whether PyTorch is installed, so it is not part of the lesson's
-# recorded results.
+# the hand-derived gradients of sections 2 to 4 and the $dW_q$ of section 6, in float64. What the
+# cell prints depends on whether PyTorch is installed; where it is not, the cell says so and the
+# rest of the lesson does not need it.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
