@@ -819,10 +819,9 @@ def check_attention_backward(Q, K, V, dOut):
     try:
         got = attention_backward(Q, K, V, dOut)
     except ValueError as error:
-        if Q.ndim != 4:
-            raise AssertionError(f"attention_backward failed on inputs of shape {Q.shape} ({error}): swap only "
-                                 "the last two axes, np.swapaxes(M, -1, -2), whatever the leading axes") from None
-        raise
+        raise AssertionError(f"attention_backward failed on inputs of shape {Q.shape} ({error}). Transpose "
+                             "only the last two axes, np.swapaxes(M, -1, -2), whatever the leading axes: M.T "
+                             "reverses ALL axes, and M.transpose(0, 1, 3, 2) assumes exactly four") from None
     finally:
         globals()["softmax_backward"] = students_softmax_backward
     assert all(np.array_equal(x, y) for x, y in zip((Q, K, V, dOut), inputs, strict=True)), (
