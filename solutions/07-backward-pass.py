@@ -587,16 +587,16 @@ for scaled, name in [(False, "unscaled"), (True, "scaled  ")]:
 # Without the scale, 16 queries carry 67.5% of the summed gradient norms, and they are the rare
 # rows that are not saturated: their median largest weight is 0.6809, while the median row of all
 # 160 puts 0.9998 of its weight on a single key. The saturated rows send almost nothing back (the
-# "below 1%" column), so their queries keep attending to whichever key won at initialisation,
-# however large the layer's total gradient. With the scale, the top 10% carry 21.8%, and no row puts more than 0.7054 of its
-# weight on one key.
+# "below 1%" column): a gradient step would barely move where those queries attend, however
+# large the layer's total gradient. With the scale, the top 10% carry 21.8%, and no row puts more
+# than 0.7054 of its weight on one key.
 #
 # ## 7. Optional: the same gradients from PyTorch
 #
 # If PyTorch is installed (`make torch` installs it), its automatic differentiation can confirm
-# the hand-derived gradients of sections 2 to 4 and the $dW_q$ of section 6, in float64. The
-# output of this cell depends on whether PyTorch is installed, so it is not part of the lesson's
-# recorded results.
+# the hand-derived gradients of sections 2 to 4 and the $dW_q$ of section 6, in float64. What the
+# cell prints depends on whether PyTorch is installed; where it is not, the cell says so and the
+# rest of the lesson does not need it.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -819,10 +819,9 @@ def check_attention_backward(Q, K, V, dOut):
     try:
         got = attention_backward(Q, K, V, dOut)
     except ValueError as error:
-        if Q.ndim != 4:
-            raise AssertionError(f"attention_backward failed on inputs of shape {Q.shape} ({error}): swap only "
-                                 "the last two axes, np.swapaxes(M, -1, -2), whatever the leading axes") from None
-        raise
+        raise AssertionError(f"attention_backward failed on inputs of shape {Q.shape} ({error}). Transpose "
+                             "only the last two axes, np.swapaxes(M, -1, -2), whatever the leading axes: M.T "
+                             "reverses ALL axes, and M.transpose(0, 1, 3, 2) assumes exactly four") from None
     finally:
         globals()["softmax_backward"] = students_softmax_backward
     assert all(np.array_equal(x, y) for x, y in zip((Q, K, V, dOut), inputs, strict=True)), (
