@@ -8,8 +8,9 @@ NAME   ?=
 SUBMISSIONS ?= submissions
 SOURCE ?=
 DIR    ?=
-# Both cores: each lesson's notebook tests stay on one worker (loadgroup), the shared grading batch too.
-PYTEST_PARALLEL ?= -n 2 --dist loadgroup
+# Both cores: each test module, and each notebook's nbval cells, on one worker (loadscope); the
+# shared course and grading batch are built once for both (tests/integration/conftest.py).
+PYTEST_PARALLEL ?= -n 2 --dist loadscope
 
 # Kernels must draw figures inline: an exported MPLBACKEND=Agg makes plt.show() output nothing.
 unexport MPLBACKEND

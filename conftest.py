@@ -7,7 +7,7 @@
   counts the skips per missing extra. A lesson's tests need the extras of grader.course.LESSON_EXTRAS
   (its nbval cells, and every test parametrized with its id); any other test asks with
   `@pytest.mark.needs("playwright", "chromium")`.
-- xdist: each reference notebook's nbval cells run on one worker, in order (`--dist loadgroup`).
+- xdist: `--dist loadscope` keeps each reference notebook's nbval cells on one worker, in order.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e)")
     config.addinivalue_line("markers", "extra: needs an optional extra (torch, playwright, chromium)")
     config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
-    config.addinivalue_line("markers", "xdist_group(name): tests that run on one xdist worker (pytest-xdist's own)")
 
 
 def lesson_of(item: pytest.Item) -> str | None:
@@ -51,13 +50,11 @@ def extras_of(item: pytest.Item) -> list[str]:
     return list(dict.fromkeys([*(LESSON_EXTRAS.get(lesson, ()) if lesson else ()), *named]))
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     missing = {name: extra for name, extra in EXTRAS.items() if extra.missing()}
     for item in items:
         if SOLUTIONS in item.path.parents:
             item.add_marker(pytest.mark.kernel)
-            item.add_marker(pytest.mark.xdist_group(f"nbval-{item.path.stem}"))
         elif (REPO / "tests") in item.path.parents:
             tier = item.path.relative_to(REPO / "tests").parts[0]
             if tier in TIERS:

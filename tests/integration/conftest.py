@@ -3,14 +3,20 @@
 `graded` grades every fixture submission (tests/fixtures/<lesson>/submissions.toml) and every cheat
 (tests/fixtures/cheats/<lesson>.toml) of every lesson in one batch, with the course's own grader
 (grader.grading.supervisor, two at a time), once per test session; the round trip
-and the cheat suite both read it. Under xdist every test that uses it, or the `course` it grades
-in, runs on one worker (xdist group "graded"), so it is built once.
+and the cheat suite both read it. Under xdist (`--dist loadscope`: each module, and each notebook's
+nbval cells, on one worker) both are built once for all workers: the first worker that needs one
+builds it in the session's shared folder while holding a lock, and the others load it from there.
 """
 
 from __future__ import annotations
 
+import fcntl
 import itertools
+import os
+import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -23,21 +29,29 @@ from tests.support import Course, build, cheat_lessons, cheats, make_course, var
 CELL_TIMEOUT = 15  # seconds per cell in the shared course: an infinite-loop fixture costs this once
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """One xdist group per module (its module-scoped fixtures are then built once), and one for
-    everything that uses the shared course or batch."""
-    for item in items:
-        if {"course", "graded"} & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("graded"))
-        elif "integration" in item.path.parts:
-            item.add_marker(pytest.mark.xdist_group(f"module-{item.path.stem}"))
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory) -> Path:
+    """A folder every xdist worker of this session sees (the session's own folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def once(folder: Path, name: str, build: Callable[[Path], object]):
+    """`build(folder / name)`'s result, built by the first worker that asks and loaded by the others."""
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / f"{name}.pickle"
+        if not done.exists():
+            done.write_bytes(pickle.dumps(build(folder / name)))
+        return pickle.loads(done.read_bytes())
 
 
 @pytest.fixture(scope="session")
-def course(tmp_path_factory) -> Course:
+def course(shared) -> Course:
     """Every lesson released from the committed solutions/ into a temporary course."""
-    return make_course(tmp_path_factory.mktemp("course"), cell_timeout=CELL_TIMEOUT)
+    return once(shared, "course", lambda root: make_course(root, cell_timeout=CELL_TIMEOUT))
 
 
 @dataclass
@@ -71,7 +85,11 @@ def batch_submissions(course: Course) -> dict[str, dict[str, nbformat.NotebookNo
 
 
 @pytest.fixture(scope="session")
-def graded(course, tmp_path_factory) -> Graded:
+def graded(course, shared) -> Graded:
+    return once(shared, "graded", lambda folder: grade_batch(course, folder))
+
+
+def grade_batch(course: Course, folder: Path) -> Graded:
     batch = batch_submissions(course)
     for lesson, students in batch.items():
         course.submit(lesson, students)
@@ -79,6 +97,7 @@ def graded(course, tmp_path_factory) -> Graded:
     per_lesson = [[Job(str(course.root), lesson, student, force=True) for student in students]
                   for lesson, students in batch.items()]
     jobs = [job for group in itertools.zip_longest(*per_lesson) for job in group if job is not None]
-    log = tmp_path_factory.mktemp("graded") / "workers.log"
+    folder.mkdir()
+    log = folder / "workers.log"
     results = supervise(jobs, workers=2, job_timeout=600, log=log)
     return Graded(course, {(job.lesson, job.student): result for job, result in zip(jobs, results, strict=True)})
