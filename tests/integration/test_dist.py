@@ -61,7 +61,7 @@ def test_make_check_on_the_untouched_notebook_says_not_attempted(student):
     tests = notebook.test_points(nbformat.read(student / NOTEBOOK, as_version=4))
     assert done.returncode != 0, f"the untouched release must not pass:\n{done.stdout}{done.stderr}"
     assert NOTEBOOK in done.stdout, done.stdout
-    assert done.stdout.count("not attempted") == len(tests) == 4 and "passed" not in done.stdout, done.stdout
+    assert done.stdout.count("not attempted") == len(tests) and "passed" not in done.stdout, done.stdout
     assert "Kernel is running over TCP" not in done.stdout + done.stderr
 
 
