@@ -174,6 +174,22 @@ def region_lines(source: str, begin: str, end: str) -> list[str]:
     return lines
 
 
+def lesson_in_path(path: str) -> str | None:
+    """The lesson a file belongs to, when a part of its path is a lesson id (or `<id>.ipynb`)."""
+    from grader.course import lesson_ids
+
+    known = set(lesson_ids())
+    return next((part.removesuffix(".ipynb") for part in Path(path).parts if part.removesuffix(".ipynb") in known),
+                None)
+
+
+def may_show(path: str, lesson: str) -> bool:
+    """Whether a file may hold `lesson`'s answers: only a later lesson's, which builds on them
+    (Lesson 3 provides Lesson 1's `attention`); never the lesson's own, an earlier one's or any other file."""
+    owner = lesson_in_path(path)
+    return owner is not None and owner > lesson
+
+
 def secret_lines(lesson: str, regions: tuple[str, ...] = ("SOLUTION", "HIDDEN TESTS")) -> set[str]:
     """Solution and hidden-test lines of a reference notebook that appear nowhere else in it.
 

@@ -115,8 +115,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         if self.provisioner is None:
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", None) or os.urandom(16).hex()
-            self.provisioner = SandboxProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
-                                                  connection_info={}, parent=self)
+            self.provisioner = SandboxProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
             # Interrupts travel as a control message: a signal to bwrap would not reach the kernel.
             self.kernel_spec.interrupt_mode = "message"
         cmd, kw = await super()._async_pre_start_kernel(**kw)

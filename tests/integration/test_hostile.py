@@ -168,7 +168,9 @@ def test_no_process_of_any_submission_is_left(hostile):
 def test_feedback_carries_no_active_content(hostile):
     for name in hostile.cases:
         page = hostile.course.layout.feedback_page(name, LESSON).read_text().lower()
-        for active in ("<script", "<iframe", " onerror=", " onload=", "application/javascript"):
+        for active in ("<script", "<iframe", "application/javascript"):
             assert active not in page, f"{name}'s feedback holds {active!r}"
+        handlers = re.findall(r"<[a-z][^>]*\son[a-z]+\s*=", page)  # in a tag, not the escaped text of the source
+        assert not handlers, f"{name}'s feedback holds event handlers: {handlers[:3]}"
         assert not re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", page), f"{name}'s feedback links to a script"
         assert "content-security-policy" in page, f"{name}'s feedback has no Content-Security-Policy"
