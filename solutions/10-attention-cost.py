@@ -532,7 +532,7 @@ def online_softmax_attention(Q, K, V, block):
         ell = ell * rescale + p.sum(axis=-1, keepdims=True)
         o = o * rescale + p @ V_blk  # (..., Tq, Bk) @ (..., Bk, dv) -> (..., Tq, dv)
         m = m_new
-    return o / ell
+    return o / ell  # (..., Tq, dv): divide by the softmax denominator only at the end
     ### END SOLUTION
 
 
