@@ -659,8 +659,8 @@ plt.show()
 # %%
 # NBVAL_IGNORE_OUTPUT
 Q_t, K_t, V_t = sweep_inputs[2048]
-t_full = best_time(lambda: attention(Q_t, K_t, V_t))
-t_online = best_time(lambda: online_softmax_attention(Q_t, K_t, V_t, online_block))
+t_full = best_time(lambda: attention(Q_t, K_t, V_t), repeats=3)
+t_online = best_time(lambda: online_softmax_attention(Q_t, K_t, V_t, online_block), repeats=3)
 print(f"T = 2048, d = {sweep_d}: full {t_full * 1e3:.1f} ms, online (block {online_block}) {t_online * 1e3:.1f} ms,"
       f" online / full = {t_online / t_full:.2f}")
 
