@@ -140,8 +140,8 @@ for T_long in [1_024, 8_192, 32_768, 131_072]:
 #
 # Two measuring tools. `time.process_time()` counts the processor time this program used,
 # not the wall-clock time, so other programs sharing the machine barely disturb it; the best of
-# a few repeats is the least disturbed of all. `tracemalloc` records every
-# allocation NumPy makes for array data, and `get_traced_memory()` returns the current and the
+# a few repeats is the least disturbed of all. `tracemalloc` records the memory that Python
+# allocates, NumPy's array data included, and `get_traced_memory()` returns the current and the
 # **peak** number of traced bytes since tracing started. The inputs are made before tracing
 # starts, so the peak counts only what the call itself allocates.
 
