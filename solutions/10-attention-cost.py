@@ -507,7 +507,7 @@ print(f"numbers cached for K and V: GQA {K_cache.size + V_cache.size}, MHA {K_re
 # The visible checks measure your function's peak memory with `tracemalloc`. When your
 # notebook is graded, one hidden input has more than 23,000 queries and as many keys: its full
 # score table alone would take more than 4 GiB, more memory than a graded notebook may use,
-# while a blockwise pass holds about 50 MB of scores at a time and takes several seconds.
+# while a blockwise pass holds a few tens of MB of scores at a time and takes several seconds.
 
 # %% nbgrader={"grade": false, "grade_id": "online_softmax_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def online_softmax_attention(Q, K, V, block):
