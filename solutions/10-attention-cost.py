@@ -140,8 +140,8 @@ for T_long in [1_024, 8_192, 32_768, 131_072]:
 #
 # Two measuring tools. `time.process_time()` counts the processor time this program used,
 # not the wall-clock time, so other programs sharing the machine barely disturb it; the best of
-# a few repeats is the least disturbed of all. `tracemalloc` records every
-# allocation NumPy makes for array data, and `get_traced_memory()` returns the current and the
+# a few repeats is the least disturbed of all. `tracemalloc` records the memory that Python
+# allocates, NumPy's array data included, and `get_traced_memory()` returns the current and the
 # **peak** number of traced bytes since tracing started. The inputs are made before tracing
 # starts, so the peak counts only what the call itself allocates.
 
@@ -507,7 +507,7 @@ print(f"numbers cached for K and V: GQA {K_cache.size + V_cache.size}, MHA {K_re
 # The visible checks measure your function's peak memory with `tracemalloc`. When your
 # notebook is graded, one hidden input has more than 23,000 queries and as many keys: its full
 # score table alone would take more than 4 GiB, more memory than a graded notebook may use,
-# while a blockwise pass holds about 50 MB of scores at a time and takes several seconds.
+# while a blockwise pass holds a few tens of MB of scores at a time and takes several seconds.
 
 # %% nbgrader={"grade": false, "grade_id": "online_softmax_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def online_softmax_attention(Q, K, V, block):
@@ -532,7 +532,7 @@ def online_softmax_attention(Q, K, V, block):
         ell = ell * rescale + p.sum(axis=-1, keepdims=True)
         o = o * rescale + p @ V_blk  # (..., Tq, Bk) @ (..., Bk, dv) -> (..., Tq, dv)
         m = m_new
-    return o / ell
+    return o / ell  # (..., Tq, dv): divide by the softmax denominator only at the end
     ### END SOLUTION
 
 
@@ -659,8 +659,8 @@ plt.show()
 # %%
 # NBVAL_IGNORE_OUTPUT
 Q_t, K_t, V_t = sweep_inputs[2048]
-t_full = best_time(lambda: attention(Q_t, K_t, V_t))
-t_online = best_time(lambda: online_softmax_attention(Q_t, K_t, V_t, online_block))
+t_full = best_time(lambda: attention(Q_t, K_t, V_t), repeats=3)
+t_online = best_time(lambda: online_softmax_attention(Q_t, K_t, V_t, online_block), repeats=3)
 print(f"T = 2048, d = {sweep_d}: full {t_full * 1e3:.1f} ms, online (block {online_block}) {t_online * 1e3:.1f} ms,"
       f" online / full = {t_online / t_full:.2f}")
 

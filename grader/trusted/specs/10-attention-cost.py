@@ -6,31 +6,34 @@ it in its own process, so it must not import anything a submission could have ch
 `rng`, which is seeded afresh for every grading run.
 
 How "without materialising a (T, T) array" is checked without taking the kernel's word for it:
-the last case of `online_softmax_attention_cases` has more than 23,300 queries and as many keys.
-Its full score table alone, Tq * Tk float64 numbers, is more than 4.34e9 bytes, larger than the
+the last case of `online_softmax_attention_cases` has at least 23,200 queries and as many keys.
+Its full score table alone, Tq * Tk float64 numbers, is more than 4.3e9 bytes, larger than the
 whole address space a graded kernel may use (`GuardedExecute.memory_limit = 4 * 1024**3` bytes in
-grader/nbgrader_config.py; the kernel itself already holds about 1 GiB of it). Allocating such an
-array raises MemoryError in the kernel, which the harness reports as a raised call: the case fails
-whatever the kernel prints. A blockwise pass holds one (Tq, block) strip of scores, about 50 MB
-here, and takes a few seconds. If the memory limit is ever raised, raise MEMORY_CASE_T with it
+grader/nbgrader_config.py; a kernel with NumPy and one BLAS thread already maps about 0.2 GiB of
+it). Allocating such an array raises MemoryError in the kernel, which the harness reports as a
+raised call: the case fails whatever the kernel prints. A blockwise pass holds one (Tq, block)
+strip of scores, 22 to 34 MB here, but still computes every one of the Tq * Tk scores: the lesson's
+reference solution took about 6 s of CPU time on the 2-core machine the course was developed on.
+If the memory limit is ever raised, raise MEMORY_CASE_T with it
 (tests/integration/test_10_attention_cost.py checks that the case still cannot fit).
 
-The inputs stay small on the wire (d = dv = 1: five arrays of about 23,400 float64 numbers, under
+The inputs stay small on the wire (d = dv = 1: three arrays of about 23,250 float64 numbers, under
 1 MB in the cell source). The expected output is computed here, in the grading process, without a
 (Tq, Tk) array either: the keys of that case take only 64 distinct values, and the reference merges
 equal keys (a key that occurs c times weighs c times as much and carries the sum of its values), so
-it costs Tq * 64 exponentials instead of Tq * Tk. The merge is exact for any input; for the other
-cases, whose keys are all distinct, it changes nothing.
+it costs Tq * 64 exponentials instead of Tq * Tk (about 0.1 s instead of about 6). The merge is
+exact for any input; for the other cases, whose keys are all distinct, it changes nothing.
 
-Comparisons are tight (rtol 1e-9): a correct float64 kernel agrees to about 1e-13, while a score
-table computed in float32 (which would fit in the memory limit) is off by about 1e-6.
+Comparisons are tight (rtol 1e-9): a correct float64 kernel agrees to about 1e-13, while a float32
+score table, which is half the size and would fit in the memory limit, carries only about seven
+significant digits.
 """
 
 import numpy as np
 
 from grader.trusted import Check, Same, call
 
-MEMORY_CASE_T = 23_300  # fewest queries and keys of the memory case: 8 * 23_300**2 bytes > 4 GiB
+MEMORY_CASE_T = 23_200  # fewest queries and keys of the memory case: 8 * 23_200**2 bytes > 4 GiB
 MEMORY_CASE_DISTINCT_KEYS = 64
 
 
@@ -77,10 +80,10 @@ def online_softmax_attention_cases(rng):
         block = int(rng.integers(1, Tk + 4))
         yield call(normal(*lead, Tq, d), normal(*lead, Tk, d), normal(*lead, Tk, dv), block)
     # The memory case: its (Tq, Tk) score table cannot exist in a graded kernel (see the module docstring).
-    Tq, Tk = (int(n) for n in rng.integers(MEMORY_CASE_T, MEMORY_CASE_T + 300, size=2))
+    Tq, Tk = (int(n) for n in rng.integers(MEMORY_CASE_T, MEMORY_CASE_T + 100, size=2))
     distinct = normal(MEMORY_CASE_DISTINCT_KEYS, 1)
     K = distinct[rng.integers(0, MEMORY_CASE_DISTINCT_KEYS, size=Tk)]  # (Tk, 1)
-    yield call(normal(Tq, 1), K, normal(Tk, 1), int(rng.integers(200, 300)))
+    yield call(normal(Tq, 1), K, normal(Tk, 1), int(rng.integers(120, 180)))
 
 
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
