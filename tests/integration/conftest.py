@@ -26,7 +26,7 @@ from grader.grading.supervisor import supervise
 from grader.grading.worker import Job, Result
 from tests.support import Course, build, cheat_lessons, cheats, make_course, variants
 
-CELL_TIMEOUT = 15  # seconds per cell in the shared course: an infinite-loop fixture costs this once
+CELL_TIMEOUT = 30  # seconds per cell, as in grading (Lesson 10's memory case needs them on a loaded machine)
 
 
 @pytest.fixture(scope="session")

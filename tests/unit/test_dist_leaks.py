@@ -84,7 +84,8 @@ def leaks(root: Path) -> list[str]:
             found.append(f"{name}: an instructor command")
         for lesson, lines in secrets.items():
             if not may_show(name, lesson):
-                found += [f"{name}: solution or hidden-test line of {lesson}: {line!r}" for line in lines if line in text]
+                found += [f"{name}: solution or hidden-test line of {lesson}: {line!r}"
+                          for line in lines if line in text]
         found += [f"{name}: trusted-spec line {line!r}" for line in specs if line in text]
     return found
 
