@@ -28,7 +28,9 @@ $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .  # the course's `grader` package, for plain `nbgrader` too
+	# The course's `grader` package, for plain `nbgrader` too: a path entry (compat mode), so that a
+	# folder's own `grader` (a student distribution's) still comes first when run from there.
+	$(PY) -m pip install --quiet --no-deps --config-settings editable_mode=compat -e .
 	touch $(STAMP)
 
 env: $(STAMP)  ## create .venv with the course's packages (done automatically by the other targets)

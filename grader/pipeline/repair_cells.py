@@ -24,6 +24,7 @@ deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 f
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -64,6 +65,12 @@ class RepairCells(OverwriteCells):
                     self.report_change(grade_id, role, value, info.get(role, False))
                     info[role] = value
         return super().preprocess_cell(cell, resources, cell_index)
+
+    def missing_cell_transform(self, source_cell, max_score, is_solution=False, is_task=False):
+        """nbgrader's re-created cell, with a cell id (nbformat warns about a cell without one)."""
+        cell = super().missing_cell_transform(source_cell, max_score, is_solution=is_solution, is_task=is_task)
+        cell.id = re.sub(r"[^A-Za-z0-9_-]", "-", f"restored-{source_cell.name}")[:64]
+        return cell
 
     def _gradebook_roles(self) -> dict[str, dict[str, bool]]:
         """grade_id -> its role flags, for every cell the gradebook knows in this notebook."""
