@@ -56,7 +56,7 @@ test: $(STAMP)  ## run every check: lint, unit, kernel (nbval, grading) and brow
 
 test-fast: $(STAMP)  ## lint and the unit tests only (no kernel, no browser): the edit-run loop
 	$(PY) -m ruff check .
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest $(PYTEST_PARALLEL) tests/unit
 
 test-extras: $(STAMP)  ## only the tests that need an optional extra (torch, Playwright, Chromium)
 	$(PY) -m pytest $(PYTEST_PARALLEL) -m extra
