@@ -50,7 +50,7 @@ def submit(courses: list[Course], lesson: str, count: int, exclude: set[str]) ->
     for index, variant in zip(range(count), itertools.cycle(chosen), strict=False):
         student = f"s{index:03d}_{variant.name.replace('-', '_')}"
         for course in courses:
-            path = course.submitted(student, lesson)
+            path = course.layout.submitted_notebook(student, lesson)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(notebooks[variant.name])
         students.append(student)
