@@ -58,6 +58,13 @@ def _memory(process: psutil.Process) -> int:
     return 0
 
 
+def _rss(process: psutil.Process) -> int:
+    try:
+        return process.memory_info().rss
+    except psutil.Error:
+        return 0
+
+
 class SandboxProvisioner(LocalProvisioner):
     """Launches the kernel command inside the sandbox described by its SandboxedKernelManager."""
 
@@ -145,8 +152,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             root = psutil.Process(pid)
             while root.is_running():
                 tree = [root, *root.children(recursive=True)]
-                used = sum(_memory(process) for process in tree)
-                if self.tree_memory_limit and used > self.tree_memory_limit:
+                # RSS is cheap to read and never below PSS: the costly PSS only when RSS is over the limit.
+                over = self.tree_memory_limit and sum(_rss(process) for process in tree) > self.tree_memory_limit
+                if over and sum(_memory(process) for process in tree) > self.tree_memory_limit:
                     self.killed_for = f"the submission's processes used more than {self.tree_memory_limit} bytes"
                 elif self.max_processes and len(tree) > self.max_processes:
                     self.killed_for = f"the submission started more than {self.max_processes} processes"
