@@ -427,7 +427,7 @@ with np.errstate(over="ignore", invalid="ignore"):  # exp(757) overflows: keep t
     print("entropy of row 0:", -(weights[0] * np.log(weights[0] + 1e-10)).sum())
 
 # %% [markdown]
-# With this seed the scores span $-254$ to $757$: hundreds, against about $\pm 20$ for the
+# With these draws the scores span $-254$ to $757$: hundreds, against about $\pm 20$ for the
 # unit-variance queries and keys of section 2. Row 0's entropy prints as a tiny *negative* number:
 # the row is one-hot, and the `+ 1e-10` inside the log (a common shortcut around $\log 0$) turns
 # $1 \cdot \log 1 = 0$ into $-\log(1 + 10^{-10})$. The helper `attention_entropy` skips zero

@@ -765,7 +765,7 @@ print(f"one NumPy call on a tiny (2, 6, 6) array (np.exp): {best_time(lambda: np
 # Each exercise asks for one function. Replace `raise NotImplementedError()` with your code, run
 # the cell, then run the test cell below it. The visible checks tell you what a failure most
 # likely means; when your notebook is graded, hidden tests call your function again on fresh
-# inputs (other shapes, head counts and seeds), so write the general function, not one that fits
+# inputs (other shapes, head counts and random draws), so write the general function, not one that fits
 # this batch.
 #
 # ### Exercise 3: confirm the heads are independent (2 + 2 points)

@@ -33,7 +33,7 @@
 #
 # **What you'll do**
 # - write `head_contributions`, the per-head terms $\text{head}_i W_o^{(i)}$ that add up to the output (graded);
-# - drop head 3 and count the output dimensions that move: with this seed, 64 of 64 with a dense
+# - drop head 3 and count the output dimensions that move: with these draws, 64 of 64 with a dense
 #   $W_o$ and 16 of 64 with a block-diagonal one, at every position and for every head;
 # - fold a block-diagonal $W_o$ into $W_v$ and get the same output without any $W_o$;
 # - measure the interaction of two heads, in this layer and in the next one;
@@ -299,7 +299,7 @@ print("drop head 3 -> output dims changed at [0, 0] (block-diagonal Wo):",
       int((moved_bd[0, 0] > atol).sum()), "of", C)
 
 # %% [markdown]
-# With this seed: 64 of 64 with the dense projection, 16 of 64 with the block-diagonal one. With
+# With these draws: 64 of 64 with the dense projection, 16 of 64 with the block-diagonal one. With
 # the dense $W_o$, every output dimension was reading head 3; with the block-diagonal one, only
 # head 3's own 16 dimensions were.
 #
@@ -627,9 +627,9 @@ print("a single head of width 768 with W_o costs the same as the h = 1 row of th
 # ## Practice exercises
 #
 # Each exercise asks for one function. Replace `raise NotImplementedError()` with your code, run
-# the cell, then run the test cell below it. The visible checks use the lesson's seed-42 data and
+# the cell, then run the test cell below it. The visible checks use the lesson's data (`default_rng(42)`) and
 # tell you what a failure most likely means; when your notebook is graded, hidden tests call your
-# function again on fresh inputs (other widths, head counts and seeds), so write the general
+# function again on fresh inputs (other widths, head counts and random draws), so write the general
 # function, not one that fits this lesson's numbers.
 #
 # ### Exercise 2: build a block-diagonal $W_o$ (3 points)
@@ -771,7 +771,7 @@ def check_dims_changed_by_dropping(concat, Wo, head, h, atol=1e-9):
                          "head*hs:(head+1)*hs of concat, and compare concat_drop @ Wo with concat @ Wo")
 
 
-# The lesson's data, drawn again here: with this seed, 64 (dense) and 16 (block-diagonal) dims when head 3 is dropped.
+# The lesson's data, drawn again here: with these draws, 64 (dense) and 16 (block-diagonal) dims when head 3 is dropped.
 _rng = np.random.default_rng(42)
 _X = _rng.standard_normal((2, 6, 64))
 _Wq, _Wk, _Wv, _Wo = (_rng.standard_normal((64, 64)) * 0.2 for _ in range(4))

@@ -518,7 +518,7 @@ for scaled in (True, False):
 # (The unscaled layer is checked by feeding `attention_forward`, which always divides by
 # $\sqrt{d_k}$, queries multiplied by $\sqrt{d_k}$: the scores come out unscaled.)
 #
-# **The sweep.** For $d_k = 1, 2, 4, \dots, 512$, draw 20 layers with $T = 8$ (seeds 0 to 19, so
+# **The sweep.** For $d_k = 1, 2, 4, \dots, 512$, draw 20 layers with $T = 8$ (`default_rng(0)` to `default_rng(19)`, so
 # 160 queries per $d_k$) and record, with and without the scale, the median per-query norm and the
 # median of the whole layer's $\lVert dW_q \rVert_F$.
 
@@ -697,7 +697,7 @@ print(f"first sequence only: sum(dW_0 * E) = {np.sum((Xb[0].T @ dY[0]) * E):.10f
 # Each exercise asks for one function. Replace `raise NotImplementedError()` with your code, run
 # the cell, then run the test cell below it. The visible checks use the lesson's arrays and
 # central differences, and tell you what a failure most likely means; when your notebook is
-# graded, hidden tests call your function again on fresh inputs (other shapes and seeds) and
+# graded, hidden tests call your function again on fresh inputs (other shapes and random draws) and
 # compare it with the reference and with finite differences, so write the general function, not
 # one that fits these arrays. Every function must leave its inputs unchanged.
 #

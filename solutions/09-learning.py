@@ -821,7 +821,7 @@ print(f"held-out sequences whose head 0 query row peaks on flag A: {(top[:, 0] =
 print(f"held-out sequences whose head 1 query row peaks on flag B: {(top[:, 1] == flags_test[:, 1]).mean():.4f}")
 
 # %% [markdown]
-# With this seed the two heads divided the work: head 0's query row puts 0.990 of its weight on
+# With these draws the two heads divided the work: head 0's query row puts 0.990 of its weight on
 # flag A's position and head 1's puts 0.945 on flag B's, on average over the held-out sequences, and
 # in every held-out sequence each head's largest weight is on its flag. Each head fetches one
 # token; $W_o$ and the readout then only have to read it out.
