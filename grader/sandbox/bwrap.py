@@ -94,10 +94,10 @@ class Sandbox:
                 args += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
-        for path in python_dirs():
-            args += ["--ro-bind", path, path]
         size = ["--size", str(self.tmpfs_size)] if self.tmpfs_size else []
         args += [*size, "--tmpfs", "/tmp", *size, "--tmpfs", HOME, *size, "--tmpfs", WORKDIR]
+        for path in python_dirs():  # after the tmpfs mounts, which would hide an environment under /tmp
+            args += ["--ro-bind", path, path]
         for folder in (".ipython", ".jupyter", ".local/share/jupyter/runtime", ".config/matplotlib"):
             args += ["--dir", f"{HOME}/{folder}"]
         args += ["--bind", str(self.rundir), str(self.rundir)]
