@@ -32,6 +32,7 @@ from grader import notebook
 from grader.course import Layout, nbgrader_api, nbgrader_config
 from grader.grading import triage
 from grader.grading.triage import Flag
+from grader.sandbox.template import TemplateError, template_for
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,18 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
         config.GuardedExecute.memory_limit = memory_limit
     config.GuardedExecute.sandbox = sandbox
     api = nbgrader_api(config)
+    if sandbox and config.GuardedExecute.get("warm_kernels", True):
+        warm_up(config)
     return api, api.coursedir
+
+
+def warm_up(config) -> None:
+    """Start this process's kernel template now, so that processes forked from it share it."""
+    try:
+        template_for(env=dict(config.GuardedExecute.get("kernel_env", {})),
+                     tmpfs_size=int(config.GuardedExecute.get("disk_limit", 0)))
+    except TemplateError as error:  # each kernel then starts cold, as safely
+        warnings.warn(f"kernels start cold: {error}", RuntimeWarning, stacklevel=2)
 
 
 @cache

@@ -59,6 +59,8 @@ class GuardedExecute(Execute):
     output_bytes_per_cell = Integer(0, help="Bytes of output kept per cell; 0: no limit.").tag(config=True)
     output_bytes_per_notebook = Integer(0, help="Bytes of output kept per notebook; 0: no limit.").tag(config=True)
     kernel_env = Dict({}, help="Environment variables set for each submission's kernel.").tag(config=True)
+    warm_kernels = Bool(True, help="Fork each kernel from a warm template in its own sandbox (grader.sandbox."
+                                   "template) rather than start it cold; the confinement is the same.").tag(config=True)
 
     # A cell that floods its output must not fail the submission: wait longer for the output to
     # arrive once the cell is done, and carry on without the rest if it does not.
@@ -88,6 +90,7 @@ class GuardedExecute(Execute):
             for limit in ("memory_limit", "tree_memory_limit", "max_processes", "file_size_limit", "disk_limit"):
                 setattr(km, limit, getattr(self, limit))
             km.sandbox_env = dict(self.kernel_env)
+            km.warm = self.warm_kernels
         return km
 
     async def async_start_new_kernel(self, **kwargs):

@@ -34,7 +34,9 @@ SANDBOX_UID = 65534  # the uid (and gid) the kernel has inside its user namespac
 HOME = "/home/student"
 WORKDIR = f"{HOME}/work"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
+TEMPLATE_SERVER = "/opt/grader/template_server.py"  # where a warm template's code is bound in its sandbox
 MAX_COPIED_FILE = 16 * 1024**2  # bytes: larger files of the notebook's folder are not copied in
+MAX_COPIED_FILES = 200  # files of the notebook's folder copied in, in name order; the rest stay out
 
 
 class SandboxUnavailable(RuntimeError):
@@ -81,14 +83,21 @@ class Sandbox:
     real_uid: int | None = None  # run as this host uid through setpriv (root only); None: mapped uid
     env: dict[str, str] = field(default_factory=dict)  # the kernel's whole environment (bwrap clears the rest)
 
-    def command(self, kernel_cmd: list[str], *, cwd: str | None = None) -> tuple[list[str], list[int]]:
+    def command(self, kernel_cmd: list[str], *, cwd: str | None = None,
+                template: Path | None = None) -> tuple[list[str], list[int]]:
         """(argv, file descriptors to pass) that run `kernel_cmd` in this sandbox.
 
-        The caller must close the descriptors once the process has started.
+        With `template` (grader/sandbox/template_server.py), that file is bound read-only at
+        TEMPLATE_SERVER and the process is uid 0 of its user namespace with the capabilities
+        it needs to make each kernel's namespaces (grader.sandbox.template); it still sees only
+        what is listed above. The caller must close the descriptors once the process has started.
         """
-        args = [bwrap_executable(), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-                "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+        user = ["--uid", "0", "--gid", "0", "--cap-add", "ALL"] if template else \
+            ["--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+        args = [bwrap_executable(), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", *user,
                 "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"]
+        if template:
+            args += ["--ro-bind", str(template), TEMPLATE_SERVER]
         for path in SYSTEM_DIRS:
             if os.path.islink(path):
                 args += ["--symlink", os.readlink(path), path]
@@ -131,7 +140,7 @@ class Sandbox:
 def copied_files(cwd: str | None) -> list[tuple[str, str]]:
     """(name, path) of the regular files of the notebook's folder that are copied into the sandbox.
 
-    Links, folders and files over MAX_COPIED_FILE stay out.
+    Links, folders, files over MAX_COPIED_FILE and files beyond the first MAX_COPIED_FILES stay out.
     """
     if not cwd or not os.path.isdir(cwd):
         return []
@@ -139,7 +148,7 @@ def copied_files(cwd: str | None) -> list[tuple[str, str]]:
     for entry in sorted(os.scandir(cwd), key=lambda e: e.name):
         if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size <= MAX_COPIED_FILE:
             files.append((entry.name, entry.path))
-    return files
+    return files[:MAX_COPIED_FILES]
 
 
 @cache

@@ -31,9 +31,10 @@ from pathlib import Path
 import psutil
 from jupyter_client import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Dict, Integer, Unicode
+from traitlets import Bool, Dict, Integer, Unicode
 
-from grader.sandbox.bwrap import Sandbox, real_uid_possible
+from grader.sandbox.bwrap import Sandbox, copied_files, real_uid_possible
+from grader.sandbox.template import Template, TemplateError, kernel_args, template_for
 
 WATCH_INTERVAL = 0.1  # seconds between two looks at the kernel's process tree
 _uids = itertools.count(0)
@@ -56,6 +57,13 @@ def _memory(process: psutil.Process) -> int:
     except psutil.Error:
         pass
     return 0
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _rss(process: psutil.Process) -> int:
@@ -96,6 +104,58 @@ class SandboxProvisioner(LocalProvisioner):
         self.parent.remove_rundir()
 
 
+class ForeignProcess:
+    """What jupyter_client needs of a Popen, for a kernel process that is not this process's child."""
+
+    stdin = stdout = stderr = None
+    returncode: int | None = None
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self._process = psutil.Process(pid)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                if self._process.status() == psutil.STATUS_ZOMBIE:
+                    self.returncode = -signal.SIGKILL
+            except psutil.Error:
+                self.returncode = -signal.SIGKILL  # reaped by the template: the code is not ours to read
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        with contextlib.suppress(psutil.Error):
+            self._process.wait(timeout)
+        self.returncode = self.poll() if self.returncode is None else self.returncode
+        return self.returncode if self.returncode is not None else -signal.SIGKILL
+
+    def send_signal(self, signum: int) -> None:
+        with contextlib.suppress(psutil.Error):
+            self._process.send_signal(signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class WarmProvisioner(SandboxProvisioner):
+    """Forks the kernel from this process's warm template (grader.sandbox.template) instead of starting it cold."""
+
+    async def launch_kernel(self, cmd: list[str], **kwargs):
+        km: SandboxedKernelManager = self.parent
+        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, env=km.sandbox_env)
+        limits = {"memory": km.memory_limit, "file_size": km.file_size_limit, "processes": km.max_processes}
+        pid = km.template.start_kernel(rundir=km.rundir, args=kernel_args(cmd), env=sandbox.kernel_env(),
+                                       limits=limits, tmpfs_size=km.disk_limit,
+                                       files=copied_files(str(kwargs.get("cwd", "") or "")))
+        self.process = ForeignProcess(pid)
+        self.pid, self.pgid, self.cwd = pid, None, str(km.rundir)
+        km.start_watchdog(pid)
+        return self.connection_info
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager for one sandboxed, single-use kernel."""
 
@@ -106,23 +166,40 @@ class SandboxedKernelManager(AsyncKernelManager):
     disk_limit = Integer(0, help="Bytes of each writable tmpfs in the sandbox; 0: no size given.")
     sandbox_env = Dict({}, help="Environment variables of the kernel (nothing else of the grader's reaches it).")
     killed_for = Unicode("", help="Set when the watchdog killed the kernel: what it exceeded.")
+    warm = Bool(True, help="Fork the kernel from this process's warm template (grader.sandbox.template); "
+                           "False, or a template that cannot start: a cold kernel in its own bwrap.")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.rundir = Path(tempfile.mkdtemp(prefix="grader-kernel-"))
-        self.real_uid = _next_uid() if real_uid_possible() else None
-        if self.real_uid is not None:
-            os.chown(self.rundir, self.real_uid, self.real_uid)
         self.transport = "ipc"
-        self.ip = str(self.rundir / "kernel")  # ipc needs an absolute path, or kernel and client disagree
-        self.connection_file = str(self.rundir / "connection.json")
+        self.template: Template | None = None
+        self.rundir: Path | None = None
         self._watchdog: asyncio.Task | None = None
         self._root_pid: int | None = None
 
+    def _prepare_rundir(self) -> None:
+        """The run folder: inside the warm template's folder when there is one, else on its own."""
+        if self.warm and kernel_args(self.kernel_spec.argv) is not None:
+            try:
+                self.template = template_for(env=dict(self.sandbox_env), tmpfs_size=self.disk_limit)
+            except TemplateError as error:
+                self.log.warning("starting a cold kernel: %s", error)
+        if self.template is not None:
+            self.rundir, self.real_uid = self.template.new_rundir(), self.template.real_uid
+        else:
+            self.rundir = Path(tempfile.mkdtemp(prefix="grader-kernel-"))
+            self.real_uid = _next_uid() if real_uid_possible() else None
+            if self.real_uid is not None:
+                os.chown(self.rundir, self.real_uid, self.real_uid)
+        self.ip = str(self.rundir / "kernel")  # ipc needs an absolute path, or kernel and client disagree
+        self.connection_file = str(self.rundir / "connection.json")
+
     async def _async_pre_start_kernel(self, **kw):
         if self.provisioner is None:
+            self._prepare_rundir()
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", None) or os.urandom(16).hex()
-            self.provisioner = SandboxProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+            provisioner = WarmProvisioner if self.template is not None else SandboxProvisioner
+            self.provisioner = provisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
             # Interrupts travel as a control message: a signal to bwrap would not reach the kernel.
             self.kernel_spec.interrupt_mode = "message"
         cmd, kw = await super()._async_pre_start_kernel(**kw)
@@ -148,20 +225,25 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._watchdog = asyncio.get_event_loop().create_task(self._watch(pid))
 
     async def _watch(self, pid: int) -> None:
-        with contextlib.suppress(psutil.Error):
+        try:
             root = psutil.Process(pid)
-            while root.is_running():
+        except psutil.Error:
+            return
+        while _alive(root):
+            try:
                 tree = [root, *root.children(recursive=True)]
-                # RSS is cheap to read and never below PSS: the costly PSS only when RSS is over the limit.
-                over = self.tree_memory_limit and sum(_rss(process) for process in tree) > self.tree_memory_limit
-                if over and sum(_memory(process) for process in tree) > self.tree_memory_limit:
-                    self.killed_for = f"the submission's processes used more than {self.tree_memory_limit} bytes"
-                elif self.max_processes and len(tree) > self.max_processes:
-                    self.killed_for = f"the submission started more than {self.max_processes} processes"
-                if self.killed_for:
-                    self.kill_tree()
-                    return
-                await asyncio.sleep(WATCH_INTERVAL)
+            except psutil.Error:  # a process of the tree ended while it was read: look again
+                tree = [root]
+            # RSS is cheap to read and never below PSS: the costly PSS only when RSS is over the limit.
+            over = self.tree_memory_limit and sum(_rss(process) for process in tree) > self.tree_memory_limit
+            if over and sum(_memory(process) for process in tree) > self.tree_memory_limit:
+                self.killed_for = f"the submission's processes used more than {self.tree_memory_limit} bytes"
+            elif self.max_processes and len(tree) > self.max_processes:
+                self.killed_for = f"the submission started more than {self.max_processes} processes"
+            if self.killed_for:
+                self.kill_tree()
+                return
+            await asyncio.sleep(WATCH_INTERVAL)
 
     def kill_tree(self) -> None:
         """SIGKILL bwrap and everything under it (its PID namespace dies with it)."""
@@ -176,4 +258,5 @@ class SandboxedKernelManager(AsyncKernelManager):
     def remove_rundir(self) -> None:
         if self._watchdog is not None:
             self._watchdog.cancel()
-        shutil.rmtree(self.rundir, ignore_errors=True)
+        if self.rundir is not None:
+            shutil.rmtree(self.rundir, ignore_errors=True)

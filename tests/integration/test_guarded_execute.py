@@ -25,7 +25,8 @@ def text(cell) -> str:
     return "".join(o.get("text", "") + o.get("evalue", "") for o in cell.outputs)
 
 
-def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone():
+@pytest.mark.parametrize("warm", [True, False], ids=["forked-from-the-template", "cold"])
+def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone(warm):
     probe = f"import os, socket\nprint(os.path.exists({str(REPO / 'grader')!r}), os.getuid(), os.getpid() < 10)\n"
     probe += "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError:\n    print('no network')"
     nb = run(
@@ -34,6 +35,7 @@ def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone():
         "import os\nos._exit(3)",
         "print('never')",
         output_bytes_per_cell=1000,
+        warm_kernels=warm,
     )
     first, flood, exit_cell, after = nb.cells
     assert text(first).split() == ["False", "65534", "True", "no", "network"]

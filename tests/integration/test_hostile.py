@@ -134,7 +134,8 @@ def test_no_secret_reached_any_output_or_feedback(hostile):
         for where, value in hostile.secrets.items():
             if value in text and not (where == "honest" and name == "honest_secret_holder"):
                 leaks.append(f"{name} obtained the {where} secret")
-        for proof in (f"found {hostile.token} in memory", f"{hostile.token}-network", "reached /", r"open ports: \[\d"):
+        for proof in (f"found {hostile.token} in memory", f"{hostile.token}-network", "reached /", r"open ports: \[\d",
+                      "template reached", r"outside my run folder: \['", "found leftover"):
             if re.search(proof, outputs):
                 leaks.append(f"{name}: {proof}")
     assert not leaks, leaks
@@ -160,7 +161,7 @@ def test_no_process_of_any_submission_is_left(hostile):
     left = []
     for process in psutil.process_iter(["pid", "cmdline"]):
         cmdline = " ".join(process.info["cmdline"] or [])
-        if hostile.token in cmdline or "grader-kernel-" in cmdline:
+        if hostile.token in cmdline or "grader-kernel-" in cmdline or "grader-runs-" in cmdline:
             left.append((process.info["pid"], cmdline[:200]))
     assert not left, left
 
