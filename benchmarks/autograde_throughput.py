@@ -13,17 +13,24 @@ Then, in the same run, it grades them with
 - ours: one `python -m grader autograde <lesson>` (autograde, feedback, CSV and plot, every kernel
   in the sandbox), and the same without the sandbox (`--unsafe-no-sandbox`), to price it,
 
-checks that both gradebooks hold identical scores for every test cell of every submission, and
+- the floor: the same submissions' cells alone, run in kernels started beforehand (one per
+  worker, outside the sandbox), with nothing else: no kernel start, no nbgrader, no feedback;
+
+checks that the gradebooks hold identical scores for every test cell of every submission, and
 prints submissions per minute, CPU seconds per submission (the command and every process it
-waited for: nbgrader, workers, kernels) and the ratios. Both use the course's nbgrader configuration, so
-they grade exactly alike. Timings include each command's start-up. Other work on the machine
-skews the figures: the load average is printed before and after.
+waited for: nbgrader, workers, templates, kernels), that CPU split into kernel start, cells,
+nbgrader's bookkeeping and feedback (grader.grading.phases), and the ratios. Every run uses the
+course's nbgrader configuration, so they grade exactly alike; stock nbgrader runs twice, with cold
+kernels as nbgrader starts them and with the course's warm kernels. Timings include each command's
+start-up. Last, the latency of `python -m grader check <lesson>` (what `make check` runs). Other
+work on the machine skews the figures: the load average is printed before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import resource
 import subprocess
@@ -33,9 +40,11 @@ import time
 from pathlib import Path
 
 import nbformat
+from jupyter_client import KernelManager
 from nbgrader.api import Gradebook
 
-from grader.course import REPO, select_lessons
+from grader.course import REPO, nbgrader_config, select_lessons
+from grader.grading.phases import PHASES
 from tests.support import Course, build, make_course, variants
 
 
@@ -57,17 +66,72 @@ def submit(courses: list[Course], lesson: str, count: int, exclude: set[str]) ->
     return students
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, float, str]:
+def timed(command: list[str], cwd: Path, phases: Path | None = None) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds of the command and every process it waited for, its stdout)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    env = {**os.environ, **({PHASES: str(phases)} if phases else {})}
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     seconds = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command[2:4])} exited with {done.returncode}:\n{done.stderr[-3000:]}")
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return seconds, cpu, done.stdout
+
+
+def split(phases: Path, cpu: float, feedback: float | None = None) -> dict[str, float]:
+    """CPU seconds per phase, from the lines grader.grading.phases wrote; the rest is bookkeeping."""
+    total: dict[str, float] = {"kernel_start": 0.0, "cells": 0.0, "feedback": 0.0}
+    for line in phases.read_text().splitlines() if phases.is_file() else []:
+        for phase, seconds in json.loads(line).items():
+            total[phase] = total.get(phase, 0.0) + seconds
+    if feedback is not None:  # a command of its own
+        total["feedback"] = feedback
+        total["bookkeeping"] = cpu - total["kernel_start"] - total["cells"]
+    else:
+        total["bookkeeping"] = cpu - total["kernel_start"] - total["cells"] - total["feedback"]
+    return total
+
+
+def run_cells(paths: list[str], env: dict[str, str], timeout: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of running the code cells of `paths` in one kernel started beforehand."""
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env={**os.environ, **env})
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    try:
+        pid = km.provisioner.pid
+        import psutil
+
+        def cpu() -> float:
+            times = psutil.Process(pid).cpu_times()
+            return time.process_time() + times.user + times.system + times.children_user + times.children_system
+
+        start, used = time.monotonic(), cpu()
+        for path in paths:
+            for cell in nbformat.read(path, as_version=4).cells:
+                if cell.cell_type == "code":
+                    kc.execute_interactive(cell.source, timeout=timeout, output_hook=lambda msg: None,
+                                           allow_stdin=False)
+        return time.monotonic() - start, cpu() - used
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def floor(course: Course, lesson: str, students: list[str], workers: int, timeout: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of the floor: every submission's cells, `workers` kernels side by side."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    config = nbgrader_config(course.root)
+    env = {**dict(config.GuardedExecute.get("kernel_env", {})), "NBGRADER_EXECUTION": "autograde"}
+    paths = [str(course.layout.submitted_notebook(student, lesson)) for student in students]
+    shares = [paths[index::workers] for index in range(workers)]
+    with ProcessPoolExecutor(workers) as pool:
+        done = list(pool.map(run_cells, shares, [env] * workers, [timeout] * workers))
+    return max(wall for wall, _ in done), sum(cpu for _, cpu in done)
 
 
 def scores(course: Course, lesson: str, students: list[str]) -> dict[str, dict[str, float | None]]:
@@ -81,47 +145,65 @@ def load() -> str:
 
 
 def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude: set[str], keep: Path | None) -> float:
-    """Run the comparison; return ours/stock throughput ratio (autograde only)."""
+    """Run the comparison; return ours/stock (cold kernels) throughput ratio, autograde only."""
     [lesson] = select_lessons([lesson])
     with tempfile.TemporaryDirectory(prefix="autograde-bench-") as scratch:
         root = keep or Path(scratch)
-        stock, ours, bare = (make_course(root / name, cell_timeout=timeout) for name in ("stock", "ours", "bare"))
-        students = submit([stock, ours, bare], lesson, count, exclude)
+        names = ("stock", "stock_warm", "ours", "bare")
+        courses = {name: make_course(root / name, cell_timeout=timeout) for name in names}
+        students = submit(list(courses.values()), lesson, count, exclude)
         cores = os.cpu_count()
-        print(f"{lesson}: {len(students)} submissions, {cores} cores, load average {load()} (1/5/15 min)")
+        workers = workers or cores
+        print(f"{lesson}: {len(students)} submissions, {cores} cores, {workers} workers, "
+              f"load average {load()} (1/5/15 min)")
+        print(f"{'':<38}{'wall s':>7} {'subs/min':>8} {'CPU s/sub':>9} | CPU s/sub: {'start':>6} {'cells':>6} "
+              f"{'nbgrader':>8} {'feedback':>8}")
+
+        def report(label: str, seconds: float, cpu: float, parts: dict[str, float] | None = None) -> None:
+            line = f"{label:<38}{seconds:7.1f} {60 * count / seconds:8.1f} {cpu / count:9.2f}"
+            if parts:
+                line += (f" | {'':>10} {parts['kernel_start'] / count:6.2f} {parts['cells'] / count:6.2f} "
+                         f"{parts['bookkeeping'] / count:8.2f} {parts['feedback'] / count:8.2f}")
+            print(line + f"   (load {load()})", flush=True)
 
         nbgrader = [sys.executable, "-m", "nbgrader"]
+        runs = {}
+        for name, extra, label in (("stock", ["--GuardedExecute.warm_kernels=False"], "stock nbgrader, cold kernels"),
+                                   ("stock_warm", [], "stock nbgrader, warm kernels")):
+            course, phases = courses[name], root / f"{name}-phases.jsonl"
+            seconds, cpu, _ = timed([*nbgrader, "autograde", lesson, "--create", "--force", *extra], course.root,
+                                    phases)
+            feedback_s, feedback_cpu, _ = timed([*nbgrader, "generate_feedback", lesson, "--force"], course.root)
+            runs[name] = seconds
+            report(f"{label} (+ feedback {feedback_s:.0f} s)", seconds, cpu + feedback_cpu,
+                   split(phases, cpu, feedback=feedback_cpu))
+        for name, extra, label in (("ours", [], "python -m grader autograde"),
+                                   ("bare", ["--unsafe-no-sandbox"], "  the same, --unsafe-no-sandbox")):
+            phases = root / f"{name}-phases.jsonl"
+            seconds, cpu, summary = timed([sys.executable, "-m", "grader", "autograde", lesson, "--course",
+                                           str(courses[name].root), "--force", "--workers", str(workers), *extra],
+                                          REPO, phases)
+            runs[name] = seconds
+            report(label, seconds, cpu, split(phases, cpu))
+        floor_s, floor_cpu = floor(courses["ours"], lesson, students, workers, timeout)
+        report("floor: the cells alone, kernels started", floor_s, floor_cpu)
 
-        def report(label: str, seconds: float, cpu: float, note: str = "") -> None:
-            print(f"{label:<34}{seconds:7.1f} s {60 * count / seconds:6.1f} submissions/min "
-                  f"{cpu / count:5.2f} CPU s/submission  (load {load()}{note})")
-
-        stock_s, stock_cpu, _ = timed([*nbgrader, "autograde", lesson, "--create", "--force"], stock.root)
-        report("stock nbgrader autograde", stock_s, stock_cpu)
-        feedback_s, feedback_cpu, _ = timed([*nbgrader, "generate_feedback", lesson, "--force"], stock.root)
-        report("stock nbgrader generate_feedback", feedback_s, feedback_cpu)
-        ours_s, ours_cpu, summary = timed([sys.executable, "-m", "grader", "autograde", lesson, "--course",
-                                           str(ours.root), "--force",
-                                           *(["--workers", str(workers)] if workers else [])], REPO)
-        report("python -m grader autograde", ours_s, ours_cpu,
-               f"; autograde, feedback, CSV and plot, {workers or cores} workers")
-        bare_s, bare_cpu, _ = timed([sys.executable, "-m", "grader", "autograde", lesson, "--course", str(bare.root),
-                                     "--force", "--unsafe-no-sandbox",
-                                     *(["--workers", str(workers)] if workers else [])], REPO)
-        report("  the same, --unsafe-no-sandbox", bare_s, bare_cpu)
-
-        theirs, mine, unboxed = (scores(course, lesson, students) for course in (stock, ours, bare))
-        differ = [s for s in students if not theirs[s] == mine[s] == unboxed[s]]
-        print(f"scores identical for {len(students) - len(differ)} of {len(students)} submissions")
+        graded = {name: scores(course, lesson, students) for name, course in courses.items()}
+        differ = [s for s in students if len({json.dumps(graded[name][s], sort_keys=True) for name in names}) > 1]
+        print(f"scores identical in all four runs for {len(students) - len(differ)} of {len(students)} submissions")
         for student in differ[:10]:
-            print(f"  {student}: stock {theirs[student]} ours {mine[student]}")
-        if differ:
-            print(summary)
-        ratio = stock_s / ours_s
-        print(f"throughput ratio, ours / stock autograde:                  {ratio:.2f}x")
-        print(f"throughput ratio, ours / stock autograde + feedback:       {(stock_s + feedback_s) / ours_s:.2f}x")
-        print(f"cost of the sandbox (wall, sandboxed / not):               {ours_s / bare_s:.2f}x "
-              f"({ours_cpu / bare_cpu:.2f}x CPU)")
+            print(f"  {student}: " + "; ".join(f"{name} {graded[name][student]}" for name in names))
+        ratio = runs["stock"] / runs["ours"]
+        print(f"throughput, ours / stock nbgrader with cold kernels:      {ratio:.2f}x")
+        print(f"throughput, ours / stock nbgrader with warm kernels:      {runs['stock_warm'] / runs['ours']:.2f}x")
+        print(f"ours / the floor (wall):                                  {runs['ours'] / floor_s:.2f}x")
+        print(f"cost of the sandbox (wall, sandboxed / not):              {runs['ours'] / runs['bare']:.2f}x")
+        answered = next((s for s in students if s.endswith("_reference")), students[0])
+        start = time.monotonic()
+        subprocess.run([sys.executable, "-m", "grader", "check", lesson, "--notebook",
+                        str(courses["ours"].layout.submitted_notebook(answered, lesson))], cwd=REPO,
+                       capture_output=True)
+        print(f"latency of `make check LESSON={lesson}` on an answered notebook: {time.monotonic() - start:.1f} s")
         if differ:
             raise SystemExit(1)
         return ratio

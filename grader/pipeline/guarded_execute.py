@@ -29,6 +29,7 @@ from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Integer
 
+from grader.grading import phases
 from grader.sandbox.bwrap import probe
 from grader.sandbox.kernel import SandboxedKernelManager
 
@@ -71,6 +72,7 @@ class GuardedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped, self._started = "", time.monotonic()
+        self._setup_cpu, self._ready_cpu = time.process_time(), None
         self._bytes: dict[int, int] = {}
         self._notebook_bytes = 0
         self._capped: set[int] = set()
@@ -102,6 +104,28 @@ class GuardedExecute(Execute):
 
     # nbclient binds the synchronous wrapper to its own coroutine: rebind it to the one above.
     start_new_kernel = run_sync(async_start_new_kernel)
+
+    async def async_start_new_kernel_client(self):
+        client = await super().async_start_new_kernel_client()
+        if phases.enabled():  # the kernel is ready: what starting it cost
+            self._ready_cpu = time.process_time(), phases.tree_cpu(self._kernel_pid())
+            self._phases = {"kernel_start": self._ready_cpu[0] - self._setup_cpu + self._ready_cpu[1]}
+        return client
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    async def _async_cleanup_kernel(self) -> None:
+        if phases.enabled() and getattr(self, "_ready_cpu", None) and self.km is not None:
+            grader, kernel = self._ready_cpu
+            kernel_cells = max(0.0, phases.tree_cpu(self._kernel_pid()) - kernel)  # 0 once the kernel died
+            phases.record(**self._phases, cells=time.process_time() - grader + kernel_cells)
+            self._ready_cpu = None
+        await super()._async_cleanup_kernel()
+
+    _cleanup_kernel = run_sync(_async_cleanup_kernel)
+
+    def _kernel_pid(self) -> int | None:
+        return getattr(self.km, "_root_pid", None) or getattr(getattr(self.km, "provisioner", None), "pid", None)
 
     def _limit_unconfined(self) -> None:
         import resource

@@ -135,12 +135,15 @@ class Template:
 
 
 _templates: dict[tuple, Template] = {}
+# Read when a notebook runs, never at import: each kernel gets them, and they do not make a template differ.
+RUNTIME_ONLY = frozenset({"NBGRADER_EXECUTION"})
 
 
 def template_for(*, env: dict[str, str], tmpfs_size: int, real_uid: int | None = None) -> Template:
     """This process's template for kernels with environment `env`, started (or restarted) as needed."""
     if real_uid is None and real_uid_possible():
         real_uid = 199_999 - os.getpid() % 40_000  # one uid per grading command, apart from cold kernels' uids
+    env = {name: value for name, value in env.items() if name not in RUNTIME_ONLY}
     key = (tuple(sorted(env.items())), tmpfs_size)
     template = _templates.get(key)
     if template is None or not template.alive():

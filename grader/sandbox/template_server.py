@@ -128,6 +128,7 @@ def session(conn: socket.socket, request: dict, fds: list[int], runs: str) -> No
     """S: new namespaces and folders, then the kernel as PID 1 of its own PID namespace."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the template gone, S goes too
+    os.setsid()  # out of the template's process group, which kill(0, ...) would otherwise reach
     close_other_fds({conn.fileno(), *fds})
     rundir = request["rundir"]
     unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
@@ -173,6 +174,7 @@ def session(conn: socket.socket, request: dict, fds: list[int], runs: str) -> No
 def run_kernel(conn: socket.socket, request: dict, output: list[int]) -> None:
     """K: PID 1 of its namespace; its own /proc, limits, an unprivileged user, then ipykernel."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setsid()  # a session and process group of its own, as bwrap's --new-session gives a cold kernel
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     for name, value in request.get("limits", {}).items():
@@ -206,9 +208,18 @@ def run_kernel(conn: socket.socket, request: dict, output: list[int]) -> None:
     os._exit(0)
 
 
+def reap(signum=None, frame=None) -> None:
+    """Wait for every session that ended, so that their CPU time adds up in the template's (benchmarks)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
 def serve(path: str, runs: str) -> None:
     """Answer requests until the socket is closed or the template is killed."""
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # sessions are reaped as they end
+    signal.signal(signal.SIGCHLD, reap)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)

@@ -77,3 +77,19 @@ def test_where_the_template_cannot_start_kernels_start_cold_and_say_so(caplog):
         out = run("import os; print(os.getpid())")
     assert out == ["2\n"]  # under bwrap's own init: a cold kernel
     assert "starting a cold kernel: no template here" in caplog.text
+
+
+def test_a_kernel_cannot_signal_the_template_or_a_kernel_beside_it():
+    attack = """
+import os, signal
+for kill in (lambda: os.kill(0, signal.SIGKILL), lambda: os.killpg(os.getpgrp(), signal.SIGKILL)):
+    try:
+        kill()
+    except OSError:
+        pass
+print("alive")
+"""
+    before = {key: t.process.pid for key, t in template._templates.items()}
+    assert run(attack) == ["alive\n"]  # PID 1 of its namespace ignores it; nothing else is in its group
+    assert all(t.alive() for t in template._templates.values()) and before.items() <= {
+        key: t.process.pid for key, t in template._templates.items()}.items()
