@@ -16,7 +16,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
-from grader.course import REPO, Layout, nbgrader_config, select_lessons
+from grader.course import REPO, Layout, nbgrader_config, require_course_id, select_lessons
 from grader.grading import report
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
@@ -76,6 +76,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     coursedir = CourseDirectory(config=config)
     layout = Layout.of(config)
     release = layout.release_notebook(lesson)
+    require_course_id(coursedir)
     check_gradebook(coursedir.db_url)
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         try:
