@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+import uuid
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,8 +93,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
         for student in collected.students:
             gradebook.update_or_create_student(student)
 
-    jobs = [Job(str(Path(course).resolve()), lesson, student, force=force, timeout=timeout, memory_limit=memory_limit,
-                sandbox=not unsafe_no_sandbox) for student in collected.students]
+    jobs = make_jobs(course, lesson, collected.students, force=force, timeout=timeout, memory_limit=memory_limit,
+                     sandbox=not unsafe_no_sandbox)
     if job_timeout is None:
         job_timeout = float(config.GuardedExecute.get("notebook_timeout", 600) or 600) + 300
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
@@ -120,6 +121,12 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
                          files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review), file=out, flush=True)
     return Batch(lesson, results, collected.skipped, grades, plot if graded else None, seconds)
+
+
+def make_jobs(course: Path, lesson: str, students: list[str], **options) -> list[Job]:
+    """One Job per student, with `options` (Job's fields), all marked with a run id of their own (Job.run)."""
+    run = uuid.uuid4().hex
+    return [Job(str(Path(course).resolve()), lesson, student, run=run, **options) for student in students]
 
 
 def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:

@@ -49,12 +49,17 @@ def submit(course: Course) -> None:
                            for student, name in STUDENTS.items()})
 
 
-def grade(course: Course, **options) -> Scores:
-    """Grade the course's batch through grader.grading.batch.main; every submission must be graded."""
-    batch = autograde(lesson=LESSON, course=course.root, force=True, progress=io.StringIO(), out=io.StringIO(),
-                      **options)
+def grade(course: Course, *, rerun: set[str] | None = None, **options) -> Scores:
+    """Grade the course's batch through grader.grading.batch.main; every submission must be graded.
+
+    Every submission is graded anew, or with `rerun`, only those students' and the rest are not run again.
+    """
+    batch = autograde(lesson=LESSON, course=course.root, force=rerun is None, progress=io.StringIO(),
+                      out=io.StringIO(), **options)
     failed = {r.student: r.reason for r in batch.results if r.status != "graded"}
     assert not failed and len(batch.results) == len(STUDENTS), failed
+    if rerun is not None:
+        assert {r.student for r in batch.results if not r.cached} == rerun
     return {r.student: r.scores for r in batch.results}
 
 
@@ -107,6 +112,13 @@ def test_a_dask_cluster_grades_the_batch_as_the_local_supervisor_does(baseline, 
     graded_on = {task["worker"] for task in stream.data if task["key"].startswith("grade-")}
     workers = set(cluster.scheduler_info()["workers"])
     assert graded_on == workers, f"the jobs ran on {graded_on}, not on both workers {workers}"
+
+    # A new hand-in, graded on the same cluster: only it runs again, and its new score is kept.
+    fixtures = {v.name: v for v in variants(LESSON)}
+    course.submit(LESSON, {"not_scaled": build(LESSON, course.release(LESSON), fixtures["reference"])})
+    assert baseline["not_scaled"] != baseline["reference"]
+    assert grade(course, rerun={"not_scaled"}, executor=cluster.get_executor()) == baseline | {
+        "not_scaled": baseline["reference"]}
 
 
 # ---------------------------------------------------------------- PostgreSQL
