@@ -18,7 +18,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env torch browser lab check submit test test-fast test-extras lint release reference autograde dist clean
+.PHONY: help env torch browser scale lab check submit test test-fast test-extras lint release reference autograde dist clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ torch: $(STAMP)  ## install the optional PyTorch extra (Lesson 5) into .venv: a 
 browser: $(STAMP)  ## install the optional browser-test extra (Playwright; Chromium comes from apt)
 	$(PY) -m pip install --quiet -r requirements-browser.txt
 
+scale: $(STAMP)  ## install the optional grading-at-scale extra (Dask, psycopg; the PostgreSQL server comes from apt)
+	$(PY) -m pip install --quiet -r requirements-scale.txt
+
 lab: $(STAMP)  ## open the lessons in JupyterLab (as root too)
 	$(PY) -m grader lab
 
@@ -58,7 +61,7 @@ test-fast: $(STAMP)  ## lint and the unit tests only (no kernel, no browser): th
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_PARALLEL) tests/unit
 
-test-extras: $(STAMP)  ## only the tests that need an optional extra (torch, Playwright, Chromium)
+test-extras: $(STAMP)  ## only the tests that need an optional extra (torch, Playwright, Chromium, Dask, PostgreSQL)
 	$(PY) -m pytest $(PYTEST_PARALLEL) -m extra
 
 lint: $(STAMP)  ## ruff over the course's Python code

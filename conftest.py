@@ -26,7 +26,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "unit: starts no kernel and no browser (tests/unit)")
     config.addinivalue_line("markers", "kernel: starts Jupyter kernels (tests/integration, nbval of solutions/)")
     config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e)")
-    config.addinivalue_line("markers", "extra: needs an optional extra (torch, playwright, chromium)")
+    config.addinivalue_line("markers", "extra: needs an optional extra (grader.course.EXTRAS)")
     config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
 
 

@@ -6,8 +6,10 @@ as keyword arguments. Nothing here writes to disk or changes the interpreter whe
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -67,8 +69,10 @@ class Extra:
     name: str
     install: str
     modules: tuple[str, ...] = ()
-    program: str = ""  # an executable looked up on PATH, or at the path in the environment variable `env`
+    program: str = ""  # an executable: at the path in the environment variable `env`, else on PATH or in `search`
     env: str = ""
+    search: tuple[str, ...] = ()  # glob patterns of folders also looked in after PATH, newest version first
+    beside: tuple[str, ...] = ()  # further programs that must be in the same folder as `program`
 
     def missing(self) -> list[str]:
         """The modules and program of this extra that this machine lacks (none imported, none run).
@@ -80,15 +84,36 @@ class Extra:
             return [self.name]
         absent = [m for m in self.modules if _module_missing(m)]
         if self.program and not self.executable():
-            absent.append(self.program)
+            absent.append(" with ".join([self.program, ", ".join(self.beside)]) if self.beside else self.program)
         return absent
 
-    def executable(self) -> str | None:
-        """The extra's program: the path in `env` if that is set, else the one on PATH."""
-        path = os.environ.get(self.env) if self.env else None
-        if path:
-            return path if os.access(path, os.X_OK) and Path(path).is_file() else None
-        return shutil.which(self.program) if self.program else None
+    def executable(self, name: str = "") -> str | None:
+        """The extra's program, or with `name` one of the programs `beside` it, as a path; None if not found.
+
+        The program is the path in `env` if that is set; else the first one on PATH, then in the
+        folders `search` matches (newest version first), that has every program of `beside` next to it.
+        """
+        if name and name not in self.beside:
+            raise ValueError(f"{name} is not one of the programs beside {self.program}: {self.beside}")
+        if not self.program:
+            return None
+        chosen = os.environ.get(self.env) if self.env else None
+        candidates = [chosen] if chosen else [shutil.which(self.program),
+                                              *(str(Path(folder) / self.program) for folder in self._folders())]
+        for path in filter(None, candidates):
+            folder = Path(path).parent
+            if _runnable(path) and all(_runnable(folder / other) for other in self.beside):
+                return str(folder / name) if name else path
+        return None
+
+    def _folders(self) -> list[str]:
+        """The folders `search` matches, highest version number first (/usr/lib/postgresql/17/bin before 15)."""
+        found = {folder for pattern in self.search for folder in glob.glob(pattern) if os.path.isdir(folder)}
+        return sorted(found, key=lambda folder: [int(n) for n in re.findall(r"\d+", folder)], reverse=True)
+
+
+def _runnable(path: str | Path) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 WITHOUT_EXTRAS = "WITHOUT_EXTRAS"
@@ -105,6 +130,13 @@ EXTRAS = {
     "torch": Extra("torch", "make torch", modules=("torch",)),
     "playwright": Extra("playwright", "make browser", modules=("playwright.sync_api",)),
     "chromium": Extra("chromium", "apt-get install chromium", program="chromium", env="CHROMIUM"),
+    # Grading at scale (README, "More cores, more machines"): a Dask cluster's executor, and a
+    # PostgreSQL gradebook. Debian keeps PostgreSQL's server programs off PATH, in
+    # /usr/lib/postgresql/<version>/bin; PG_CTL=/path/to/pg_ctl picks another installation.
+    "dask": Extra("dask", "make scale", modules=("distributed",)),
+    "postgres": Extra("postgres", "make scale && apt-get install postgresql", modules=("psycopg",),
+                      program="pg_ctl", env="PG_CTL", search=("/usr/lib/postgresql/*/bin",),
+                      beside=("initdb", "postgres")),
 }
 
 # Lessons that need an extra: their tests are skipped, naming it, where it is missing (conftest.py).
@@ -215,6 +247,20 @@ def nbgrader_api(config: Config):
     if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
         os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
     coursedir = CourseDirectory(config=config)
+    require_course_id(coursedir)
     if coursedir.db_url.startswith("sqlite:///"):
         Path(coursedir.db_url.removeprefix("sqlite:///").split("?")[0]).parent.mkdir(parents=True, exist_ok=True)
     return NbGraderAPI(coursedir=coursedir, config=config)
+
+
+def require_course_id(coursedir) -> None:
+    """Refuse a gradebook other than SQLite's when the course has no `CourseDirectory.course_id`.
+
+    nbgrader's default course id is empty, and it then records assignments under a course that is
+    not in the gradebook: SQLite lets that through, but PostgreSQL enforces the foreign key and
+    releasing fails deep inside nbgrader.
+    """
+    if not coursedir.db_url.startswith("sqlite") and not coursedir.course_id:
+        dialect = coursedir.db_url.split(":")[0]
+        raise SystemExit(f"a {dialect} gradebook needs a course id: set c.CourseDirectory.course_id = '<course>' in "
+                         "nbgrader_config.py (nbgrader's empty default only works with SQLite)")

@@ -51,7 +51,18 @@ class Course:
 
     @property
     def db_url(self) -> str:
-        return f"sqlite:///{self.gradebook}"
+        """The gradebook's URL as the course's nbgrader config has it (SQLite's without `?timeout`)."""
+        from nbgrader.coursedir import CourseDirectory
+
+        url = CourseDirectory(config=nbgrader_config(self.root)).db_url
+        return url.split("?")[0] if url.startswith("sqlite") else url
+
+    @property
+    def course_id(self) -> str:
+        """nbgrader's course id as the course's config has it (empty by default); pass it to `Gradebook`."""
+        from nbgrader.coursedir import CourseDirectory
+
+        return CourseDirectory(config=nbgrader_config(self.root)).course_id
 
     def release(self, lesson: str) -> Path:
         return self.lessons / lesson / f"{lesson}.ipynb"
@@ -70,16 +81,23 @@ class Course:
                               capture_output=True, timeout=timeout)
 
 
-def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None = None) -> Course:
-    """A course in `root` whose state is its own, with `lessons` (default: all) released into it."""
+def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None = None,
+                db_url: str | None = None, course_id: str = "") -> Course:
+    """A course in `root` whose state is its own, with `lessons` (default: all) released into it.
+
+    The gradebook is SQLite's, in the course's state folder, unless `db_url` names another
+    (a PostgreSQL database, say, which needs a `course_id`); releasing creates it there.
+    """
     root.mkdir(parents=True, exist_ok=True)
+    db_url = db_url or f"sqlite:///{root / GRADEBOOK}?timeout=60"
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
         f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.root = {str(root)!r}\n"
         f"c.CourseDirectory.source_directory = {str(SOLUTIONS)!r}\n"
-        f"c.CourseDirectory.db_url = 'sqlite:///{root / GRADEBOOK}?timeout=60'\n"
+        f"c.CourseDirectory.db_url = {db_url!r}\n"
         f"c.Execute.timeout = {cell_timeout}\n"
+        + (f"c.CourseDirectory.course_id = {course_id!r}\n" if course_id else "")
     )
     subprocess.run([sys.executable, "-m", "grader", "release", *(lessons or []), "--course", str(root)],
                    check=True, capture_output=True, text=True)

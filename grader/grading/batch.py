@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+import uuid
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
-from grader.course import REPO, Layout, nbgrader_config, select_lessons
+from grader.course import REPO, Layout, nbgrader_config, require_course_id, select_lessons
 from grader.grading import report
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
@@ -76,6 +77,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     coursedir = CourseDirectory(config=config)
     layout = Layout.of(config)
     release = layout.release_notebook(lesson)
+    require_course_id(coursedir)
     check_gradebook(coursedir.db_url)
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         try:
@@ -91,8 +93,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
         for student in collected.students:
             gradebook.update_or_create_student(student)
 
-    jobs = [Job(str(Path(course).resolve()), lesson, student, force=force, timeout=timeout, memory_limit=memory_limit,
-                sandbox=not unsafe_no_sandbox) for student in collected.students]
+    jobs = make_jobs(course, lesson, collected.students, force=force, timeout=timeout, memory_limit=memory_limit,
+                     sandbox=not unsafe_no_sandbox)
     if job_timeout is None:
         job_timeout = float(config.GuardedExecute.get("notebook_timeout", 600) or 600) + 300
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
@@ -119,6 +121,12 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
                          files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review), file=out, flush=True)
     return Batch(lesson, results, collected.skipped, grades, plot if graded else None, seconds)
+
+
+def make_jobs(course: Path, lesson: str, students: list[str], **options) -> list[Job]:
+    """One Job per student, with `options` (Job's fields), all marked with a run id of their own (Job.run)."""
+    run = uuid.uuid4().hex
+    return [Job(str(Path(course).resolve()), lesson, student, run=run, **options) for student in students]
 
 
 def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:
