@@ -67,7 +67,7 @@ def grade_on_cluster(course: Course, lesson: str, workers: int, log: Path) -> Ru
 
     cpu, start = cpu_seconds(), time.monotonic()
     with (distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None) as cluster,
+                                   dashboard_address=":0") as cluster,
           distributed.Client(cluster) as client):
         client.wait_for_workers(workers, timeout=300)
         client.run(output_to, str(log))

@@ -2,7 +2,7 @@
 
 `graded` grades every fixture submission (tests/fixtures/<lesson>/submissions.toml) and every cheat
 (tests/fixtures/cheats/<lesson>.toml) of every lesson in one batch, with the course's own grader
-(grader.grading.supervisor, two at a time), once per test session; the round trip
+(grader.grading.supervisor, one more at a time than there are cores), once per test session; the round trip
 and the cheat suite both read it. Under xdist (`--dist loadscope`: each module, and each notebook's
 nbval cells, on one worker) both are built once for all workers: the first worker that needs one
 builds it in the session's shared folder while holding a lock, and the others load it from there.
@@ -27,6 +27,7 @@ from grader.grading.worker import Job, Result
 from tests.support import Course, build, cheat_lessons, cheats, make_course, variants
 
 CELL_TIMEOUT = 30  # seconds per cell, as in grading (Lesson 10's memory case needs them on a loaded machine)
+LOOP, LOOP_TIMEOUT = "infinite-loop", 10  # the fixture that burns its cell's time limit, and a shorter limit for it
 
 
 @pytest.fixture(scope="session")
@@ -94,10 +95,11 @@ def grade_batch(course: Course, folder: Path) -> Graded:
     for lesson, students in batch.items():
         course.submit(lesson, students)
     # Interleaved across lessons, longest lessons first, so that both workers stay busy to the end.
-    per_lesson = [[Job(str(course.root), lesson, student, force=True) for student in students]
-                  for lesson, students in batch.items()]
+    per_lesson = [[Job(str(course.root), lesson, student, force=True, timeout=LOOP_TIMEOUT if student == LOOP else None)
+                   for student in students] for lesson, students in batch.items()]
     jobs = [job for group in itertools.zip_longest(*per_lesson) for job in group if job is not None]
     folder.mkdir()
     log = folder / "workers.log"
-    results = supervise(jobs, workers=2, job_timeout=600, log=log)
+    # One worker more than the cores: the infinite loops sleep through their time limit.
+    results = supervise(jobs, workers=(os.cpu_count() or 2) + 1, job_timeout=600, log=log)
     return Graded(course, {(job.lesson, job.student): result for job, result in zip(jobs, results, strict=True)})

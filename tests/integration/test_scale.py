@@ -93,7 +93,7 @@ def cluster():
     """A Dask LocalCluster of two worker processes with one thread each, and a client of it."""
     import distributed
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as local:
         with distributed.Client(local) as client:
             client.wait_for_workers(2, timeout=120)
             yield client

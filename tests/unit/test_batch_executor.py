@@ -24,7 +24,7 @@ def test_a_dask_executor_never_hands_a_new_run_the_results_of_an_earlier_one(mon
     monkeypatch.setattr(batch, "grade", fake_grade)
     GRADED.clear()
     students = ["ada", "grace"]
-    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None) as client:
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0") as client:
         executor = client.get_executor()
         jobs = batch.make_jobs("/course", "03-parallel-heads", students, force=False)
         held = [executor.submit(fake_grade, job) for job in jobs]  # kept, so the client keeps their results
