@@ -50,6 +50,12 @@ c.GuardedExecute.output_bytes_per_notebook = 16 * 1024**2  # and per notebook
 # One BLAS thread per kernel: parallel graders already use every core, and spinning BLAS threads
 # competing for them made the same notebook 2-4x slower.
 c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+# Grading shortcuts: each kernel is told it is being graded (NBGRADER_EXECUTION=autograde), so a lesson's
+# demonstrations run smaller (its GRADING flag), and draws figures at 72 dpi without the "tight" bounding box,
+# which costs a second drawing of every figure; the figures still show in the feedback.
+c.GuardedExecute.grading_shortcuts = True  # False grades every cell at full size: test_grading_shortcuts.py
+c.GuardedExecute.shortcut_arguments = ["--InlineBackend.rc={'figure.dpi': 72}",
+                                       "--InlineBackend.print_figure_kwargs={'bbox_inches': None}"]
 # A Python warning on stderr (a RuntimeWarning from the student's code, IPython's note after
 # sys.exit()) does not make a test cell that passed its assertions score 0.
 c.IgnorePattern.enabled = True

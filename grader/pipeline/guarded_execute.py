@@ -13,7 +13,12 @@
   so a huge output never sits in the grader's memory);
 - a kernel that dies, or ignores the interrupt after a time-out, ends the notebook, not the
   submission: the cell that was running gets an error output and every later code cell is marked
-  as not run. nbgrader then scores the test cells that ran before and gives 0 to the others.
+  as not run. nbgrader then scores the test cells that ran before and gives 0 to the others;
+- grading shortcuts (`grading_shortcuts`): the kernel is told that it is being graded, with the
+  `NBGRADER_EXECUTION` that nbgrader sets in the grading process (the sandbox clears every other
+  variable), so a lesson's demonstration cells run a smaller version, and it gets
+  `shortcut_arguments`, such as a lower figure resolution. Off, every cell runs as `make reference`
+  runs it; the graded verdicts are the same either way (tests/integration/test_grading_shortcuts.py).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Dict, Integer
+from traitlets import Bool, Dict, Integer, List, Unicode
 
 from grader.grading import phases
 from grader.sandbox.bwrap import probe
@@ -41,6 +46,7 @@ OUTPUT_CAPPED = "OutputLimit"
 SUBMISSION_TIMEOUT = "SubmissionTimeout"
 LIMIT_EXCEEDED = "LimitExceeded"  # the watchdog killed the kernel's tree (memory or processes)
 UNSAFE = "graded_without_sandbox"  # notebook metadata key set when the sandbox was off
+EXECUTION_VARIABLE = "NBGRADER_EXECUTION"  # "autograde" in the grading process (nbgrader sets it)
 INTERRUPT_GRACE = 5  # seconds a timed-out cell has to stop after the interrupt before the kernel is killed
 
 
@@ -62,6 +68,12 @@ class GuardedExecute(Execute):
     kernel_env = Dict({}, help="Environment variables set for each submission's kernel.").tag(config=True)
     warm_kernels = Bool(True, help="Fork each kernel from a warm template in its own sandbox (grader.sandbox."
                                    "template) rather than start it cold; the confinement is the same.").tag(config=True)
+    grading_shortcuts = Bool(True, help="Tell each kernel that it is being graded (NBGRADER_EXECUTION, as nbgrader "
+                                        "set it for this process), so that lessons run their demonstrations at a "
+                                        "smaller size, and start it with shortcut_arguments. False: every cell "
+                                        "runs as it does outside grading.").tag(config=True)
+    shortcut_arguments = List(Unicode(), [], help="Kernel arguments added to extra_arguments while "
+                                                  "grading_shortcuts is on.").tag(config=True)
 
     # A cell that floods its output must not fail the submission: wait longer for the output to
     # arrive once the cell is done, and carry on without the rest if it does not.
@@ -91,16 +103,30 @@ class GuardedExecute(Execute):
         if isinstance(km, SandboxedKernelManager):
             for limit in ("memory_limit", "tree_memory_limit", "max_processes", "file_size_limit", "disk_limit"):
                 setattr(km, limit, getattr(self, limit))
-            km.sandbox_env = dict(self.kernel_env)
+            km.sandbox_env = self.kernel_environment()
             km.warm = self.warm_kernels
         return km
+
+    def kernel_environment(self) -> dict[str, str]:
+        """The variables the kernel gets from grading: kernel_env, and while grading_shortcuts is on,
+        nbgrader's NBGRADER_EXECUTION (a lesson's `GRADING` flag reads it)."""
+        told = {}
+        if self.grading_shortcuts and os.environ.get(EXECUTION_VARIABLE):
+            told[EXECUTION_VARIABLE] = os.environ[EXECUTION_VARIABLE]
+        return {**told, **self.kernel_env}
 
     async def async_start_new_kernel(self, **kwargs):
         if not self.sandbox:  # unconfined: limits through rlimits on the kernel process only
             kwargs.setdefault("preexec_fn", self._limit_unconfined)
-            if self.kernel_env:
-                kwargs.setdefault("env", {**os.environ, **self.kernel_env})
-        await super().async_start_new_kernel(**kwargs)
+            inherited = {name: value for name, value in os.environ.items() if name != EXECUTION_VARIABLE}
+            kwargs.setdefault("env", {**inherited, **self.kernel_environment()})
+        configured = self.extra_arguments
+        if self.grading_shortcuts:
+            self.extra_arguments = [*configured, *self.shortcut_arguments]
+        try:
+            await super().async_start_new_kernel(**kwargs)
+        finally:
+            self.extra_arguments = configured
 
     # nbclient binds the synchronous wrapper to its own coroutine: rebind it to the one above.
     start_new_kernel = run_sync(async_start_new_kernel)

@@ -1,7 +1,9 @@
-"""GuardedExecute on its own: the sandbox's view, a dying kernel, output kept in bytes, no silent unsafe mode."""
+"""GuardedExecute on its own: the sandbox's view, a dying kernel, output kept in bytes, no silent unsafe mode,
+what the kernel is told while grading."""
 
 from __future__ import annotations
 
+import os
 from unittest import mock
 
 import nbformat
@@ -54,3 +56,19 @@ def test_without_a_sandbox_grading_refuses_unless_told_and_then_says_so():
             bwrap.probe.cache_clear()
     nb = run("print(1)", sandbox=False)
     assert nb.metadata[UNSAFE] is True and "Graded without the sandbox" in nb.cells[0].source
+
+
+def test_the_kernel_is_told_it_is_graded_unless_the_shortcuts_are_off():
+    """nbgrader sets NBGRADER_EXECUTION in the grading process and the sandbox clears the kernel's environment:
+    GuardedExecute passes it on, with the shortcut arguments, only while grading_shortcuts is on."""
+    argument = "--InlineBackend.figure_formats=png"
+    probe = ("import os, sys\nprint(os.environ.get('NBGRADER_EXECUTION'), os.environ.get('OPENBLAS_NUM_THREADS'), "
+             f"{argument!r} in sys.argv)")
+    settings = {"kernel_env": {"OPENBLAS_NUM_THREADS": "1"}, "shortcut_arguments": [argument]}
+    with mock.patch.dict(os.environ, {"NBGRADER_EXECUTION": "autograde"}):  # as `nbgrader autograde` sets it
+        told = run(probe, **settings)
+        not_told = run(probe, grading_shortcuts=False, **settings)
+        unconfined = run(probe, sandbox=False, grading_shortcuts=False, **settings)
+    assert text(told.cells[0]).split() == ["autograde", "1", "True"]
+    assert text(not_told.cells[0]).split() == ["None", "1", "False"]
+    assert text(unconfined.cells[-1]).split() == ["None", "1", "False"]

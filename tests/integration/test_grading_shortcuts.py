@@ -1,0 +1,107 @@
+"""Grading shortcuts make grading cheaper and change no verdict.
+
+While grading, each kernel is told that it is being graded, so a lesson's demonstrations run a
+smaller version (its GRADING flag, docs/lesson-style.md), and it draws figures at a lower cost
+(`GuardedExecute.grading_shortcuts` and `shortcut_arguments`, grader/nbgrader_config.py). The
+shared batch (tests/integration/conftest.py) grades every fixture with the shortcuts on. Here the
+reference answers and one common mistake of every lesson are graded again, in a copy of the same
+course (its release and gradebook) with `grading_shortcuts = False`, and every test cell must
+score the same both ways. The figures prove that the shortcuts really were on in one run and off
+in the other.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import shutil
+import sqlite3
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.course import GRADEBOOK, lesson_ids, missing_extras
+from grader.grading.supervisor import supervise
+from grader.grading.worker import Job, Result
+from tests.support import Course, build, mistake, variants
+
+
+def graded_both_ways(lesson: str) -> list[str]:
+    """The fixtures graded without the shortcuts: the reference answers and the first common mistake."""
+    reference = next(v for v in variants(lesson) if v.name == "reference")
+    return [reference.name, mistake(lesson).name]
+
+
+@dataclass
+class FullSize:
+    """The fixtures of graded_both_ways, graded with the shortcuts off."""
+
+    course: Course
+    results: dict[tuple[str, str], Result]
+
+
+def without_shortcuts(course: Course, root: Path) -> Course:
+    """A copy of the shared course, release and gradebook, whose kernels run every cell at full size."""
+    shutil.copytree(course.lessons, root / "lessons")
+    (root / GRADEBOOK).parent.mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(course.gradebook)) as source, \
+            contextlib.closing(sqlite3.connect(root / GRADEBOOK)) as copy:
+        source.backup(copy)  # a consistent snapshot, even while another process reads or writes it
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa\n"
+        f"load_subconfig({str(course.root / 'nbgrader_config.py')!r})  # noqa\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        f"c.CourseDirectory.db_url = 'sqlite:///{root / GRADEBOOK}?timeout=60'\n"
+        "c.GuardedExecute.grading_shortcuts = False\n"
+    )
+    return Course(root)
+
+
+@pytest.fixture(scope="module")
+def full_size(course, tmp_path_factory) -> FullSize:
+    copy = without_shortcuts(course, tmp_path_factory.mktemp("without-shortcuts"))
+    jobs = []
+    for lesson in lesson_ids():
+        if missing_extras(lesson):
+            continue
+        release = copy.release(lesson)
+        names = graded_both_ways(lesson)
+        copy.submit(lesson, {v.name: build(lesson, release, v) for v in variants(lesson) if v.name in names})
+        jobs += [Job(str(copy.root), lesson, name, force=True) for name in names]
+    results = supervise(jobs, workers=2, job_timeout=600, log=copy.root / "workers.log")
+    return FullSize(copy, {(job.lesson, job.student): result for job, result in zip(jobs, results, strict=True)})
+
+
+def png_widths(nb: nbformat.NotebookNode) -> list[int]:
+    """Pixel width of every PNG figure in the notebook's outputs, in order."""
+    widths = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {}).get("image/png")
+            if data:
+                widths.append(struct.unpack(">I", base64.b64decode(data)[16:20])[0])  # IHDR width
+    return widths
+
+
+def test_the_shortcuts_change_no_score(graded, full_size, lesson):
+    points = {}
+    for name in graded_both_ways(lesson):
+        shortcut, full = graded.result(lesson, name), full_size.results[lesson, name]
+        assert shortcut.status == full.status == "graded", (shortcut.reason, full.reason)
+        assert shortcut.scores == full.scores, (
+            f"{lesson}/{name}: the grading shortcuts changed a verdict (test cell -> points, with and without "
+            f"them):\n{shortcut.scores}\n{full.scores}")
+        points[name] = sum(full.scores.values())
+    reference, wrong = graded_both_ways(lesson)
+    assert points[wrong] < points[reference], f"{lesson}/{wrong} should lose points: the comparison compares nothing"
+
+
+def test_the_shortcuts_were_on_in_the_batch_and_off_here(graded, full_size, lesson):
+    """Figures are drawn smaller while grading (72 dpi, no tight bounding box): only with the shortcuts on."""
+    shortcut = png_widths(graded.autograded(lesson, "reference"))
+    full = png_widths(nbformat.read(full_size.course.layout.autograded_notebook("reference", lesson), as_version=4))
+    assert shortcut and len(shortcut) == len(full), (shortcut, full)
+    assert all(small < large for small, large in zip(shortcut, full, strict=True)), (shortcut, full)
