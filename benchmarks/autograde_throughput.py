@@ -17,8 +17,8 @@ Then, in the same run, it grades them with
   worker, outside the sandbox), with nothing else: no kernel start, no nbgrader, no feedback;
 
 checks that the gradebooks hold identical scores for every test cell of every submission, and
-prints submissions per minute, CPU seconds per submission (the command and every process it
-waited for: nbgrader, workers, templates, kernels), that CPU split into kernel start, cells,
+prints submissions per minute, CPU seconds per submission (the machine's busy time during the
+run: nbgrader, workers, templates, kernels, and anything else running), that CPU split into kernel start, cells,
 nbgrader's bookkeeping and feedback (grader.grading.phases), and the ratios. Every run uses the
 course's nbgrader configuration, so they grade exactly alike; stock nbgrader runs twice, with cold
 kernels as nbgrader starts them and with the course's warm kernels. Timings include each command's
@@ -32,7 +32,6 @@ import argparse
 import itertools
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -66,17 +65,24 @@ def submit(courses: list[Course], lesson: str, count: int, exclude: set[str]) ->
     return students
 
 
+def busy_cpu() -> float:
+    """CPU seconds the whole machine has been busy since boot (/proc/stat: all but idle and iowait).
+
+    Killed sandboxed processes are not always reaped by a waiting parent, so the command's own
+    RUSAGE_CHILDREN misses some kernels; the machine's count misses none (and counts any other work).
+    """
+    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(command: list[str], cwd: Path, phases: Path | None = None) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the command and every process it waited for, its stdout)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
+    """(wall seconds, CPU seconds the machine was busy meanwhile, the command's stdout)."""
+    before, start = busy_cpu(), time.monotonic()
     env = {**os.environ, **({PHASES: str(phases)} if phases else {})}
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
-    seconds = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds, cpu = time.monotonic() - start, busy_cpu() - before
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command[2:4])} exited with {done.returncode}:\n{done.stderr[-3000:]}")
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return seconds, cpu, done.stdout
 
 
