@@ -59,6 +59,27 @@ def _memory(process: psutil.Process) -> int:
     return 0
 
 
+def _tree(root: psutil.Process) -> list[psutil.Process]:
+    """`root` and its descendants, read from their own /proc entries: psutil's `children()` reads the
+    stat file of every process on the machine, a real cost at ten looks a second beside a busy batch."""
+    if not _CHILDREN_FILES:
+        return [root, *root.children(recursive=True)]
+    tree, todo = [root], [root.pid]
+    while todo:
+        pid = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as children:
+                    for child in map(int, children.read().split()):
+                        with contextlib.suppress(psutil.Error):
+                            tree.append(psutil.Process(child))
+                            todo.append(child)
+    return tree
+
+
+_CHILDREN_FILES = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")  # CONFIG_PROC_CHILDREN
+
+
 def _alive(process: psutil.Process) -> bool:
     try:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
@@ -231,7 +252,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             return
         while _alive(root):
             try:
-                tree = [root, *root.children(recursive=True)]
+                tree = _tree(root)
             except psutil.Error:  # a process of the tree ended while it was read: look again
                 tree = [root]
             # RSS is cheap to read and never below PSS: the costly PSS only when RSS is over the limit.

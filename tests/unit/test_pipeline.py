@@ -153,3 +153,40 @@ def test_cell_contents_are_sanitised_for_feedback():
     text = nbformat.writes(nb).lower()
     assert "application/javascript" not in text and "onmouseover=" not in text and "<iframe" not in text
     assert "<script>" not in text and "<img" not in text  # escaped: shown as text, never as a tag
+
+
+def _page_notebook(answer: str) -> nbformat.NotebookNode:
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    figure = nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<Figure>"})
+    printed = nbformat.v4.new_output("stream", name="stdout", text="weights (4, 4)\n")
+    cells = [new_markdown_cell("# Title\nThe scores $QK^T$ in `(T, T)`."),
+             new_code_cell("import numpy as np\nx = np.ones((4, 4))  # (T, T)", outputs=[figure]),
+             new_code_cell(answer, outputs=[printed])]
+    for number, cell in enumerate(cells):
+        cell.id = f"cell-{number}"
+    return new_notebook(cells=cells, metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}})
+
+
+def test_a_feedback_page_is_nbconverts_own_page_made_cheaper():
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+
+    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, harden
+
+    def normalised(page: str) -> str:
+        return str(BeautifulSoup(page, features="html.parser"))
+
+    for answer in ("def f(x):\n    return x.T", "def f(x):\n    return x  # a second page, other cells"):
+        nb = _page_notebook(answer)
+        ours, _ = SafeFeedbackExporter(template_name="lab").from_notebook_node(nb)
+        stock, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+        assert normalised(ours) == normalised(harden(stock))
+        assert 'alt="No description has been provided for this image"' in ours and 'tabindex="0"' in ours
+
+
+def test_a_feedback_page_renders_a_changed_cell_anew():
+    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter
+
+    first, _ = SafeFeedbackExporter(template_name="lab").from_notebook_node(_page_notebook("y = 1"))
+    second, _ = SafeFeedbackExporter(template_name="lab").from_notebook_node(_page_notebook("y = 2"))
+    assert first != second and first.replace(">1<", ">2<") == second
