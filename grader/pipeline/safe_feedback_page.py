@@ -69,7 +69,8 @@ class SafeFeedbackExporter(HTMLExporter):
         cell = context.get("cell", {})
         if cell.get("attachments") or len(source) > CACHED_SOURCE:
             return super().markdown2html(context, source)
-        path = context.get("resources", {}).get("metadata", {}).get("path", "")
+        # The notebook's folder matters only to embedded images; it differs for every student.
+        path = context.get("resources", {}).get("metadata", {}).get("path", "") if self.embed_images else ""
         return _markdown.get((source, path, self.embed_images, self.anchor_link_text, self.exclude_anchor_links),
                              lambda: super(SafeFeedbackExporter, self).markdown2html(context, source))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from unittest import mock
 
 import psutil
@@ -51,12 +52,13 @@ def test_a_forked_kernel_is_confined_exactly_as_a_cold_one(tmp_path):
 
 
 def test_nothing_of_one_kernel_reaches_the_next():
-    first = """
+    token = uuid.uuid4().hex  # names this test's sleeper: the hostile suite may run one like it meanwhile
+    first = f"""
 import numpy, os, subprocess, sys
 for folder in ("/tmp", os.path.expanduser("~"), os.getcwd()):
     open(os.path.join(folder, "left-behind"), "w").write("x")
 numpy.allclose = lambda *a, **k: True
-sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)  # {token}"], start_new_session=True)
 print(numpy.random.rand(), sleeper.pid)
 """
     second = """
@@ -65,7 +67,7 @@ print(numpy.random.rand(), glob.glob("/tmp/*left*") + glob.glob(os.path.expandus
       numpy.allclose(0, 1), sorted(p for p in os.listdir("/proc") if p.isdigit()))
 """
     draw, _ = run(first)[0].split()
-    assert not [p for p in psutil.process_iter(["cmdline"]) if "time.sleep(120)" in " ".join(p.info["cmdline"] or [])]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or [])]
     second_draw, rest = run(second)[0].split(" ", 1)
     assert second_draw != draw  # each kernel draws from a fresh random state, not the template's
     assert rest.strip() == "[] False ['1']"
