@@ -903,9 +903,9 @@ def predicted_score_std(d_model, d_k, weight_std, scaled):
 # Check your formula against a simulation of the setup (not graded):
 
 # %%
-def simulated_score_std(d_model, d_k, weight_std, scaled, n_weights=100, n_pairs=50, seed=0):
+def simulated_score_std(d_model, d_k, weight_std, scaled, n_weights=100, n_pairs=50, sim_seed=0):
     """The standard deviation of q . k measured over n_weights draws of (W_q, W_k), n_pairs of (x, x') each."""
-    sim_rng = np.random.default_rng(seed)
+    sim_rng = np.random.default_rng(sim_seed)
     W_q_sim = sim_rng.standard_normal((n_weights, d_model, d_k)) * weight_std  # (n_w, d_model, d_k)
     W_k_sim = sim_rng.standard_normal((n_weights, d_model, d_k)) * weight_std  # (n_w, d_model, d_k)
     x_a = sim_rng.standard_normal((n_weights, n_pairs, d_model))  # (n_w, n_pairs, d_model): first position

@@ -879,7 +879,7 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 #
 # Multi-head attention trades the number of heads against the head size while $C$ stays fixed.
 # Write `sweep_head_counts(X, h_values, seed=0, scale=0.2)`: for each `h` in `h_values`, draw
-# fresh `Wq, Wk, Wv, Wo` of shape `(C, C)` from `np.random.default_rng(seed)` times `scale`,
+# fresh `Wq, Wk, Wv, Wo` of shape `(C, C)` from `np.random.default_rng(seed=seed)` times `scale`,
 # run `multi_head_attention_forward`, and record a dict with keys `"h"`, `"hs"`,
 # `"weights_shape"` (the shape of `cache["weights"]`) and `"out_shape"`. Return the list of dicts,
 # one per `h`, in order. If `C` is not divisible by some `h`, raise a `ValueError` that says so.

@@ -663,11 +663,11 @@ print("block_diagonal_wo reproduces the lesson's Wo_bd:",
       np.array_equal(block_diagonal_wo(C, h, copy.deepcopy(rng_at_blocks)), Wo_bd))
 
 # %% nbgrader={"grade": true, "grade_id": "test_block_diagonal_wo", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def check_block_diagonal_wo(C, h, seed, scale=0.2):
+def check_block_diagonal_wo(C, h, rng_seed, scale=0.2):
     """Visible check with a hint for the usual mistakes."""
     hs = C // h
-    expected_blocks = np.random.default_rng(seed).standard_normal((h, hs, hs)) * scale  # (h, hs, hs)
-    rng_ = np.random.default_rng(seed)
+    expected_blocks = np.random.default_rng(rng_seed).standard_normal((h, hs, hs)) * scale  # (h, hs, hs)
+    rng_ = np.random.default_rng(rng_seed)
     got = block_diagonal_wo(C, h, rng_) if scale == 0.2 else block_diagonal_wo(C, h, rng_, scale=scale)
     assert isinstance(got, np.ndarray), f"block_diagonal_wo should return a NumPy array, got {type(got).__name__}"
     assert got.shape == (C, C), f"expected shape (C, C) = {(C, C)}, got {got.shape}"
@@ -691,15 +691,15 @@ def check_block_diagonal_wo(C, h, seed, scale=0.2):
         raise AssertionError("the diagonal blocks do not hold rng's first h*hs*hs standard normals times scale: "
                              "draw exactly h blocks of shape (hs, hs) from rng (not a full (C, C) matrix), "
                              "and draw nothing else before them")
-    follow_up = np.random.default_rng(seed)
+    follow_up = np.random.default_rng(rng_seed)
     follow_up.standard_normal((h, hs, hs))
     assert rng_.standard_normal() == follow_up.standard_normal(), (
         "rng is not left where the h blocks end: draw exactly h*hs*hs values from rng itself "
         "(not from a copy, and nothing more)")
 
 
-check_block_diagonal_wo(64, 4, seed=42)
-check_block_diagonal_wo(64, 4, seed=7, scale=1.0)
+check_block_diagonal_wo(64, 4, rng_seed=42)
+check_block_diagonal_wo(64, 4, rng_seed=7, scale=1.0)
 print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.

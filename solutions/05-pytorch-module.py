@@ -799,9 +799,9 @@ with torch.no_grad():
           all(torch.equal(a, b) for a, b in zip(reloaded.state_dict().values(), small.state_dict().values(), strict=True)))
 
 # %% nbgrader={"grade": true, "grade_id": "test_unpack_weights", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-def check_unpack_weights(C, seed):
+def check_unpack_weights(C, weight_seed):
     """Visible check with a hint for the usual mistakes."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(weight_seed)
     qkv_weight = torch.randn(3 * C, C, generator=generator)  # (3C, C), as nn.Linear(C, 3C) stores it
     proj_weight = torch.randn(C, C, generator=generator)  # (C, C), as nn.Linear(C, C) stores it
     before = (qkv_weight.clone(), proj_weight.clone())

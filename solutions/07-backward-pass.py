@@ -494,9 +494,9 @@ def single_head_wq_gradient(X, Q, K, V, dOut, scaled=True):
     return dWq, np.linalg.norm(X, axis=1) * np.linalg.norm(dQ, axis=1), A.max(axis=1)  # (T,), (T,)
 
 
-def draw_layer(n_tokens, width, head_size, seed):
+def draw_layer(n_tokens, width, head_size, layer_seed):
     """X (T, C) with rows of length about 1; Wq, Wk, Wv (C, d_k) with unit-variance entries; dOut (T, d_k)."""
-    layer_rng = np.random.default_rng(seed)
+    layer_rng = np.random.default_rng(layer_seed)
     X = layer_rng.standard_normal((n_tokens, width)) / np.sqrt(width)  # (T, C)
     weights = [layer_rng.standard_normal((width, head_size)) for _ in range(3)]  # Wq, Wk, Wv, each (C, d_k)
     upstream = layer_rng.standard_normal((n_tokens, head_size)) / np.sqrt(head_size)  # (T, d_k)
@@ -508,7 +508,7 @@ def project(X, Wq, Wk, Wv, dOut):
     return X, X @ Wq, X @ Wk, X @ Wv, dOut  # (T, C) @ (C, d_k) -> (T, d_k), three times
 
 
-X1, Wq1, Wk1, Wv1, dOut1 = draw_layer(8, 6, 8, seed=0)  # T = 8, C = 6, d_k = 8
+X1, Wq1, Wk1, Wv1, dOut1 = draw_layer(8, 6, 8, layer_seed=0)  # T = 8, C = 6, d_k = 8
 for scaled in (True, False):
     dWq1 = single_head_wq_gradient(*project(X1, Wq1, Wk1, Wv1, dOut1), scaled)[0]
     W = Wq1.copy()
@@ -529,7 +529,7 @@ d_k_values = [2**n for n in range(10)]  # 1 .. 512
 n_layers, n_tokens, width = 20, 8, 64
 sweep = {}  # (d_k, scaled) -> per-query norms (n_layers * T,), layer norms (n_layers,), largest weights (n_layers * T,)
 for head_size in d_k_values:
-    layers = [project(*draw_layer(n_tokens, width, head_size, seed)) for seed in range(n_layers)]
+    layers = [project(*draw_layer(n_tokens, width, head_size, layer_seed)) for layer_seed in range(n_layers)]
     for scaled in (True, False):
         results = [single_head_wq_gradient(*layer, scaled=scaled) for layer in layers]
         sweep[head_size, scaled] = (np.concatenate([per_query for _, per_query, _ in results]),

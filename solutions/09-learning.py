@@ -927,15 +927,15 @@ print("and head 0 of the swapped model is head 1 of the trained one:",
 # %%
 start = time.perf_counter()
 others = {}
-for seed in (7, 2):
-    print(f"attention, init default_rng({seed}):")
+for init_seed in (7, 2):
+    print(f"attention, init default_rng({init_seed}):")
     params_seed, history_seed = train(attention_model, attention_model_backward,
-                                      init_params(np.random.default_rng(seed)), STEPS, data_seed=1, print_every=100)
-    others[seed] = history_seed, evaluate(attention_model, params_seed)[2]["weights"][:, :, QUERY, :]  # (n, h, T)
+                                      init_params(np.random.default_rng(init_seed)), STEPS, data_seed=1, print_every=100)
+    others[init_seed] = history_seed, evaluate(attention_model, params_seed)[2]["weights"][:, :, QUERY, :]  # (n, h, T)
 others_seconds = time.perf_counter() - start
-for seed, (history_seed, rows_seed) in others.items():
-    print(f"init default_rng({seed}): final held-out accuracy {history_seed['eval_accuracy'][-1]:.4f}")
-    print_flag_mass(flag_mass(rows_seed, flags_test), f"rng({seed})")
+for init_seed, (history_seed, rows_seed) in others.items():
+    print(f"init default_rng({init_seed}): final held-out accuracy {history_seed['eval_accuracy'][-1]:.4f}")
+    print_flag_mass(flag_mass(rows_seed, flags_test), f"rng({init_seed})")
     on_flags = np.take_along_axis(rows_seed, flags_test[:, None, :], axis=2)  # (n, h, 2)
     for head in range(H):
         p10, p50, p90 = np.percentile(on_flags[:, head, 0], [10, 50, 90])

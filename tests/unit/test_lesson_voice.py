@@ -11,8 +11,9 @@ the student's own run prints. Code cells of the reference notebooks are not scan
 solutions and nbval's markers, which the release removes, and their student-facing part is the
 released code, which is scanned.
 
-"seed" in the sense of a random generator's seed is fine ("with this seed", `default_rng(seed)`,
-"seed 1"); only the document sense is banned. In code, the hidden-test block that ends every test
+"seed" in the sense of a random generator's seed is fine ("with this seed", `default_rng(seed=seed)`,
+"seed 1"); only the document sense is banned, and "(seed)" too, which reads as a citation of one: code
+names its seeds (`layer_seed`) or passes them by keyword. In code, the hidden-test block that ends every test
 cell (`grader.trusted.HIDDEN_BLOCK`, which names NBGRADER_EXECUTION and the trusted grader) is
 allowed, exactly as written; so is the environment variable's name NBGRADER_EXECUTION, which a
 demonstration cell may read to run a smaller version while it is graded (docs/lesson-style.md).
@@ -41,6 +42,7 @@ EVERYWHERE = [
     (re.compile(r"\bseed[ -]texts?\b", re.I), "a seed document"),
     (re.compile(rf"\bthe seed\s+{_SAYS}\b", re.I), "a seed document"),
     (re.compile(r"\bas in the seed\b", re.I), "a seed document"),
+    (re.compile(r"\(seed\)", re.I), "a seed document, cited"),
     (re.compile(rf"\bthe text{_APOSTROPHE}s\b", re.I), "a text the student does not have"),
     (re.compile(rf"\b(?:in|from|as|by) the text\b|\bthe text\s+{_SAYS}\b", re.I), "a text the student does not have"),
     (re.compile(r"\bas printed\b", re.I), "a printed document"),
@@ -168,12 +170,14 @@ def test_the_scan_fails_the_lesson_test_on_a_banned_phrase(tmp_path):
 def test_random_seeds_the_hidden_block_and_reference_code_are_allowed():
     fine = _notebook(
         _markdown("With this seed the scores reach 943. Seed 1 draws the weights; change the seed to see others."),
-        _code(f"rng = np.random.default_rng(seed)\ntorch.manual_seed(0)\nprint('ok')\n{HIDDEN_BLOCK}",
+        _code(f"rng = np.random.default_rng(seed=seed)\ntorch.manual_seed(layer_seed)\nprint('ok')\n{HIDDEN_BLOCK}",
               {"output_type": "stream", "name": "stdout", "text": "with this seed: 0.460\n"}),
         _code('if os.environ.get("NBGRADER_EXECUTION") == "autograde":\n    n = 10'),
         _markdown("The textbook softmax; the text colour in each cell; a sourced claim."),
     )
     assert voice_problems(fine, "fine.ipynb") == []
+    cited = _notebook(_markdown("Unscaled scores saturate (seed)."), _code("rng = np.random.default_rng(seed)"))
+    assert [p.split(": ")[1] for p in voice_problems(cited, "cited.ipynb")] == ["cell 0 (markdown)", "cell 1 (code)"]
     # A reference notebook's code (solutions, nbval markers) is not scanned, its outputs are.
     reference = _notebook(_code("# NBVAL_IGNORE_OUTPUT\nt = 1", {"output_type": "stream", "name": "stdout",
                                                                   "text": "nbval would compare this\n"}))
