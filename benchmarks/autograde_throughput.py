@@ -29,7 +29,6 @@ work on the machine skews the figures: the load average is printed before and af
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import subprocess
@@ -42,37 +41,10 @@ import nbformat
 from jupyter_client import KernelManager
 from nbgrader.api import Gradebook
 
+from benchmarks.batch import add_batch_arguments, busy_cpu, load, submit
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.grading.phases import PHASES
-from tests.support import Course, build, make_course, variants
-
-
-def submit(courses: list[Course], lesson: str, count: int, exclude: set[str]) -> list[str]:
-    """Write `count` submissions into each course; return the student ids."""
-    chosen = [v for v in variants(lesson) if v.name not in exclude]
-    if not chosen:
-        raise SystemExit(f"{lesson} has no fixture submissions to build from")
-    release = courses[0].lessons / lesson / f"{lesson}.ipynb"
-    notebooks = {v.name: nbformat.writes(build(lesson, release, v)) for v in chosen}
-    students = []
-    for index, variant in zip(range(count), itertools.cycle(chosen), strict=False):
-        student = f"s{index:03d}_{variant.name.replace('-', '_')}"
-        for course in courses:
-            path = course.layout.submitted_notebook(student, lesson)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(notebooks[variant.name])
-        students.append(student)
-    return students
-
-
-def busy_cpu() -> float:
-    """CPU seconds the whole machine has been busy since boot (/proc/stat: all but idle and iowait).
-
-    Killed sandboxed processes are not always reaped by a waiting parent, so the command's own
-    RUSAGE_CHILDREN misses some kernels; the machine's count misses none (and counts any other work).
-    """
-    fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+from tests.support import Course, make_course
 
 
 def timed(command: list[str], cwd: Path, phases: Path | None = None) -> tuple[float, float, str]:
@@ -146,10 +118,6 @@ def scores(course: Course, lesson: str, students: list[str]) -> dict[str, dict[s
                 for student in students}
 
 
-def load() -> str:
-    return "/".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude: set[str], keep: Path | None) -> float:
     """Run the comparison; return ours/stock (cold kernels) throughput ratio, autograde only."""
     [lesson] = select_lessons([lesson])
@@ -217,13 +185,8 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lesson", default="03-parallel-heads")
-    parser.add_argument("-n", "--submissions", type=int, default=60)
+    add_batch_arguments(parser, count=60)
     parser.add_argument("--workers", type=int, help="our worker processes (default: one per core)")
-    parser.add_argument("--timeout", type=int, default=30, help="seconds per cell, for both (default: 30)")
-    parser.add_argument("--exclude", nargs="*", default=["infinite-loop"],
-                        help="fixture students left out (default: infinite-loop)")
-    parser.add_argument("--keep", type=Path, help="build the courses in this folder and keep them")
     args = parser.parse_args()
     main(lesson=args.lesson, count=args.submissions, workers=args.workers, timeout=args.timeout,
          exclude=set(args.exclude), keep=args.keep)

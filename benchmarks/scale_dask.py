@@ -24,14 +24,13 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import resource
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.autograde_throughput import load, submit
+from benchmarks.batch import add_batch_arguments, busy_cpu, load, submit
 from grader.course import EXTRAS, select_lessons
 from grader.grading.batch import main as autograde
 from tests.support import Course, make_course
@@ -44,14 +43,9 @@ class Run:
     workers: int
     startup: float  # seconds until every worker had joined the cluster
     seconds: float  # seconds of the batch itself
-    cpu: float  # CPU seconds of this process and every process it waited for, cluster start to close
+    cpu: float  # CPU seconds the machine was busy, cluster start to close
     scores: Scores
     failed: dict[str, str]  # student -> why grading failed
-
-
-def cpu_seconds() -> float:
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def output_to(path: str) -> None:
@@ -65,7 +59,7 @@ def output_to(path: str) -> None:
 def grade_on_cluster(course: Course, lesson: str, workers: int, log: Path) -> Run:
     import distributed
 
-    cpu, start = cpu_seconds(), time.monotonic()
+    cpu, start = busy_cpu(), time.monotonic()
     with (distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0") as cluster,
           distributed.Client(cluster) as client):
@@ -76,7 +70,7 @@ def grade_on_cluster(course: Course, lesson: str, workers: int, log: Path) -> Ru
         batch = autograde(lesson=lesson, course=course.root, force=True, executor=client.get_executor(),
                           progress=progress, out=io.StringIO())
         seconds = time.monotonic() - ready
-    return Run(workers, ready - start, seconds, cpu_seconds() - cpu, {r.student: r.scores for r in batch.results},
+    return Run(workers, ready - start, seconds, busy_cpu() - cpu, {r.student: r.scores for r in batch.results},
                {r.student: r.reason for r in batch.results if r.status != "graded"})
 
 
@@ -118,14 +112,9 @@ def main(*, lesson: str, count: int, sizes: list[int], timeout: int, exclude: se
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lesson", default="03-parallel-heads")
-    parser.add_argument("-n", "--submissions", type=int, default=500)
+    add_batch_arguments(parser, count=500)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2],
                         help="cluster sizes to run, in order, worker processes of one thread (default: 1 2)")
-    parser.add_argument("--timeout", type=int, default=30, help="seconds per cell (default: 30)")
-    parser.add_argument("--exclude", nargs="*", default=["infinite-loop"],
-                        help="fixture students left out (default: infinite-loop)")
-    parser.add_argument("--keep", type=Path, help="build the courses in this folder and keep them")
     args = parser.parse_args()
     main(lesson=args.lesson, count=args.submissions, sizes=args.workers, timeout=args.timeout,
          exclude=set(args.exclude), keep=args.keep)

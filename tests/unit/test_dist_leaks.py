@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from functools import cache
 from pathlib import Path
 
 import nbformat
@@ -32,9 +33,10 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 def public_text() -> str:
     """What the distribution may show by design: the released lessons and the course's student code."""
     files = [p for p in LESSONS.rglob("*") if p.is_file()] + list(dist.copied_files().values())
-    return "\n".join(readable(p) for p in files)
+    return "\n".join(readable(p.read_bytes(), p.suffix == ".ipynb") for p in files)
 
 
+@cache
 def spec_lines() -> set[str]:
     """Lines of the trusted specs and of grader/trusted/ that nothing public contains."""
     public = public_text()
@@ -42,10 +44,10 @@ def spec_lines() -> set[str]:
     return {line for line in lines if len(line) >= 16 and line not in public and not line.startswith("#")}
 
 
-def readable(path: Path) -> str:
-    """The file's text, and for a notebook also every string in it (cell sources, outputs) unescaped."""
-    text = path.read_bytes().decode("utf-8", "replace")
-    if path.suffix == ".ipynb":
+def readable(data: bytes, is_notebook: bool) -> str:
+    """A file's text, and for a notebook also every string in it (cell sources, outputs) unescaped."""
+    text = data.decode("utf-8", "replace")
+    if is_notebook:
         strings = []
 
         def walk(node):
@@ -68,26 +70,35 @@ def readable(path: Path) -> str:
 
 def leaks(root: Path) -> list[str]:
     """Every secret found in any file under `root`, as `path: what`."""
-    secrets = {lesson: secret_lines(lesson) for lesson in lesson_ids()}
-    specs = spec_lines()
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        name = path.relative_to(root).as_posix()
-        if FORBIDDEN_PATHS.search(name):
-            found.append(f"{name}: an instructor's file")
-        if path.read_bytes().startswith(SQLITE_HEADER):
-            found.append(f"{name}: an SQLite database (a gradebook?)")
-        text = readable(path)
-        if MARKERS.search(text):
-            found.append(f"{name}: an nbgrader marker")
-        if INSTRUCTOR_WORDS.search(text):
-            found.append(f"{name}: an instructor command")
-        for lesson, lines in secrets.items():
-            if not may_show(name, lesson):
-                found += [f"{name}: solution or hidden-test line of {lesson}: {line!r}"
-                          for line in lines if line in text]
-        found += [f"{name}: trusted-spec line {line!r}" for line in specs if line in text]
+        found += file_leaks(path.relative_to(root).as_posix(), path.read_bytes(), path.suffix == ".ipynb")
     return found
+
+
+@cache
+def file_leaks(name: str, data: bytes, is_notebook: bool) -> list[str]:
+    """The secrets in one file, by its name and content (a copy of the distribution rescans only what changed)."""
+    found = []
+    if FORBIDDEN_PATHS.search(name):
+        found.append(f"{name}: an instructor's file")
+    if data.startswith(SQLITE_HEADER):
+        found.append(f"{name}: an SQLite database (a gradebook?)")
+    text = readable(data, is_notebook)
+    if MARKERS.search(text):
+        found.append(f"{name}: an nbgrader marker")
+    if INSTRUCTOR_WORDS.search(text):
+        found.append(f"{name}: an instructor command")
+    for lesson, lines in secrets().items():
+        if not may_show(name, lesson):
+            found += [f"{name}: solution or hidden-test line of {lesson}: {line!r}" for line in lines if line in text]
+    found += [f"{name}: trusted-spec line {line!r}" for line in spec_lines() if line in text]
+    return found
+
+
+@cache
+def secrets() -> dict[str, set[str]]:
+    return {lesson: secret_lines(lesson) for lesson in lesson_ids()}
 
 
 @pytest.fixture(scope="module")
