@@ -8,15 +8,24 @@
   (its nbval cells, and every test parametrized with its id); any other test asks with
   `@pytest.mark.needs("playwright", "chromium")`.
 - xdist: `--dist loadscope` keeps each reference notebook's nbval cells on one worker, in order.
+- Kernel starts are counted, per tier, and the run ends with one line that says how many: every
+  kernel that IPython starts runs a startup file of the session's own IPYTHONDIR, which notes the
+  test it started in (PYTEST_CURRENT_TEST); each graded, sandboxed kernel (whose environment is the
+  sandbox's, not the session's) is one line of the grading phases file (grader.grading.phases).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from grader.course import EXTRAS, LESSON_EXTRAS, REPO, SOLUTIONS, lesson_ids
+from grader.grading.phases import PHASES
 
 TIERS = {"unit": "unit", "integration": "kernel", "e2e": "browser"}
 _skipped_by_extra: Counter = Counter()
@@ -28,6 +37,46 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e)")
     config.addinivalue_line("markers", "extra: needs an optional extra (grader.course.EXTRAS)")
     config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
+    if not hasattr(config, "workerinput"):  # once per run, before any xdist worker starts
+        _count_kernels(Path(tempfile.mkdtemp(prefix="course-test-kernels-")))
+
+
+_KERNELS = "kernels.log"  # one line per IPython kernel: the test it started in
+
+
+def _count_kernels(folder: Path) -> None:
+    startup = folder / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-count-this-kernel.py").write_text(
+        "import os\n"
+        f"with open({str(folder / _KERNELS)!r}, 'a') as log:\n"
+        "    log.write(os.environ.get('PYTEST_CURRENT_TEST', '') + '\\n')\n")
+    os.environ["IPYTHONDIR"] = str(folder / "ipython")
+    os.environ.setdefault(PHASES, str(folder / "graded.jsonl"))
+    _counted.append(folder)
+
+
+_counted: list[Path] = []
+
+
+def pytest_unconfigure(config):
+    for folder in _counted:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _kernel_line() -> str:
+    """`kernels started: N (unit a, kernel b, browser c), M of them sandboxed for grading`."""
+    [folder] = _counted
+    tiers = Counter()
+    log = folder / _KERNELS
+    for test in log.read_text().splitlines() if log.is_file() else []:
+        parts = Path(test.split("::")[0]).parts
+        tiers[TIERS.get(parts[1], "kernel") if parts[:1] == ("tests",) and len(parts) > 1 else "kernel"] += 1
+    graded = folder / "graded.jsonl"
+    sandboxed = len(graded.read_text().splitlines()) if graded.is_file() else 0
+    tiers["kernel"] += sandboxed
+    counts = ", ".join(f"{tier} {tiers[tier]}" for tier in TIERS.values())
+    return f"kernels started: {sum(tiers.values())} ({counts}), {sandboxed} of them sandboxed for grading"
 
 
 def lesson_of(item: pytest.Item) -> str | None:
@@ -79,6 +128,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
+    if _counted:
+        terminalreporter.write_line(_kernel_line())
     if not _skipped_by_extra:
         terminalreporter.write_line("optional extras: all installed, nothing skipped for want of one")
         return
