@@ -185,6 +185,21 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
     return api, api.coursedir
 
 
+def prime_feedback(job: Job) -> None:
+    """Fill this process's feedback caches with `job`'s lesson, before jobs are forked from it."""
+    from nbgrader.converters import GenerateFeedback
+    from traitlets.config import Config
+
+    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, prime
+
+    api, _ = prepare(job)
+    app = GenerateFeedback(coursedir=api.coursedir, parent=api)
+    app.update_config(Config({"HTMLExporter": {"template_name": "feedback"}}))  # as NbGraderAPI.generate_feedback
+    if issubclass(app.exporter_class, SafeFeedbackExporter):
+        paths = Paths.of(Layout.of(api.config), job.lesson, job.student)
+        prime(app.exporter_class(parent=app, config=app.config), _read(paths.release, paths.release.stat().st_mtime))
+
+
 def warm_up(config) -> None:
     """Start this process's kernel template now, so that processes forked from it share it."""
     try:

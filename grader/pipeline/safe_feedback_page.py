@@ -16,6 +16,7 @@ by parsing the whole page with BeautifulSoup (half of the page's cost), are adde
 
 from __future__ import annotations
 
+import copy
 import html
 import re
 
@@ -23,6 +24,7 @@ from jinja2 import BytecodeCache, pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from traitlets import Integer
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
@@ -73,6 +75,19 @@ class SafeFeedbackExporter(HTMLExporter):
         path = context.get("resources", {}).get("metadata", {}).get("path", "") if self.embed_images else ""
         return _markdown.get((source, path, self.embed_images, self.anchor_link_text, self.exclude_anchor_links),
                              lambda: super(SafeFeedbackExporter, self).markdown2html(context, source))
+
+
+def prime(exporter: SafeFeedbackExporter, nb) -> None:
+    """Render a page of `nb` (a lesson's release) into this process's caches, and discard it.
+
+    The local supervisor forks one process per submission: what the caches hold at the fork, the
+    compiled templates and the release's own cells, every submission's page then reuses.
+    """
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)  # as an ungraded page: the caches do not depend on grades
+    nb, _ = SanitizeHTML(parent=exporter).preprocess(nb, {})  # the cells as the feedback steps leave them
+    exporter.from_notebook_node(nb, {"nbgrader": {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0}})
 
 
 def accessible(page: str) -> str:

@@ -190,3 +190,23 @@ def test_a_feedback_page_renders_a_changed_cell_anew():
     first, _ = SafeFeedbackExporter(template_name="lab").from_notebook_node(_page_notebook("y = 1"))
     second, _ = SafeFeedbackExporter(template_name="lab").from_notebook_node(_page_notebook("y = 2"))
     assert first != second and first.replace(">1<", ">2<") == second
+
+
+def test_a_primed_process_renders_the_lessons_own_cells_from_its_caches(monkeypatch):
+    import uuid
+
+    from nbconvert.filters.highlight import Highlight2HTML
+
+    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, prime
+
+    lesson = _page_notebook(f"lesson_cell = {uuid.uuid4().int}")  # a cell no other test has rendered
+    prime(SafeFeedbackExporter(template_name="lab"), lesson)
+    highlighted = []
+    real = Highlight2HTML.__call__
+    monkeypatch.setattr(Highlight2HTML, "__call__", lambda self, source, *a, **k: highlighted.append(source)
+                        or real(self, source, *a, **k))
+    SafeFeedbackExporter(template_name="lab").from_notebook_node(lesson)
+    assert highlighted == []
+    answered = _page_notebook(f"answer = {uuid.uuid4().int}")
+    SafeFeedbackExporter(template_name="lab").from_notebook_node(answered)
+    assert highlighted == [answered.cells[2].source]
