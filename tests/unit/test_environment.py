@@ -47,3 +47,11 @@ def test_every_requirement_has_a_lower_bound():
 def test_matplotlib_backend_is_not_forced_for_kernels():
     # With MPLBACKEND=Agg exported, plt.show() in an executed notebook outputs no figure at all.
     assert os.environ.get("MPLBACKEND") is None, "unset MPLBACKEND (the Makefile unexports it)"
+
+
+def test_importing_nbformat_builds_no_iri_parsers():
+    # `make env` removes rfc3987-syntax (see the Makefile): with it, every process that imports
+    # nbformat (each grader, nbgrader and test process) spends 2-3 s building parsers at import.
+    import importlib.util
+
+    assert importlib.util.find_spec("rfc3987_syntax") is None, "run `make clean env`, or pip uninstall rfc3987-syntax"
