@@ -14,7 +14,8 @@ Then, in the same run, it grades them with
   in the sandbox), and the same without the sandbox (`--unsafe-no-sandbox`), to price it,
 
 - the floor: the same submissions' cells alone, run in kernels started beforehand (one per
-  worker, outside the sandbox), with nothing else: no kernel start, no nbgrader, no feedback;
+  worker, outside the sandbox, with the graded kernels' environment and arguments, so the same
+  figure settings), with nothing else: no kernel start, no nbgrader, no feedback;
 
 checks that the gradebooks hold identical scores for every test cell of every submission, and
 prints submissions per minute, CPU seconds per submission (the machine's busy time during the
@@ -72,10 +73,11 @@ def split(phases: Path, cpu: float, feedback: float | None = None) -> dict[str, 
     return total
 
 
-def run_cells(paths: list[str], env: dict[str, str], timeout: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of running the code cells of `paths` in one kernel started beforehand."""
+def run_cells(paths: list[str], env: dict[str, str], arguments: list[str], timeout: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of running the code cells of `paths` in one kernel started beforehand
+    with the graded kernels' environment and arguments (so the same figure settings)."""
     km = KernelManager(kernel_name="python3")
-    km.start_kernel(env={**os.environ, **env})
+    km.start_kernel(env={**os.environ, **env}, extra_arguments=arguments)
     kc = km.client()
     kc.start_channels()
     kc.wait_for_ready(timeout=60)
@@ -105,10 +107,11 @@ def floor(course: Course, lesson: str, students: list[str], workers: int, timeou
 
     config = nbgrader_config(course.root)
     env = {**dict(config.GuardedExecute.get("kernel_env", {})), "NBGRADER_EXECUTION": "autograde"}
+    arguments = [*config.Execute.get("extra_arguments", []), *config.GuardedExecute.get("shortcut_arguments", [])]
     paths = [str(course.layout.submitted_notebook(student, lesson)) for student in students]
     shares = [paths[index::workers] for index in range(workers)]
     with ProcessPoolExecutor(workers) as pool:
-        done = list(pool.map(run_cells, shares, [env] * workers, [timeout] * workers))
+        done = list(pool.map(run_cells, shares, [env] * workers, [arguments] * workers, [timeout] * workers))
     return max(wall for wall, _ in done), sum(cpu for _, cpu in done)
 
 
