@@ -16,7 +16,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from grader.grading.worker import Job, Result, grade, prepare, prime_feedback
+from grader.grading.worker import Job, Result, grade, prepare, prime
 
 POLL = 0.5  # seconds between two looks at the running jobs
 
@@ -47,10 +47,10 @@ def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | 
     if jobs and context.get_start_method() == "fork":
         prepare(jobs[0])  # nbgrader's API made once here, inherited by every forked job
         for job in {(job.course, job.lesson): job for job in jobs}.values():
-            try:  # and the feedback page's templates and each lesson's own cells, rendered once here
-                prime_feedback(job)
-            except Exception as error:  # a cost, never a failure: each job then renders them itself
-                print(f"feedback not primed for {job.lesson}: {type(error).__name__}: {error}", file=sys.stderr)
+            try:  # and each lesson's releases read and its feedback page rendered once here
+                prime(job)
+            except Exception as error:  # a cost, never a failure: each job then does it itself
+                print(f"lesson not primed: {job.lesson}: {type(error).__name__}: {error}", file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by a fork
         stream.flush()
     pending, running, results = list(enumerate(jobs)), {}, [None] * len(jobs)

@@ -185,19 +185,22 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
     return api, api.coursedir
 
 
-def prime_feedback(job: Job) -> None:
-    """Fill this process's feedback caches with `job`'s lesson, before jobs are forked from it."""
+def prime(job: Job) -> None:
+    """Read `job`'s lesson and render its feedback page once in this process, before the local
+    supervisor forks its jobs from it: each job then starts with them read, compiled and highlighted."""
     from nbgrader.converters import GenerateFeedback
     from traitlets.config import Config
 
-    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, prime
+    from grader.pipeline import safe_feedback_page
 
     api, _ = prepare(job)
+    paths = Paths.of(Layout.of(api.config), job.lesson, job.student)
+    release = _read(paths.release, paths.release.stat().st_mtime)
+    _other_lessons(paths.release.parent.parent, job.lesson)
     app = GenerateFeedback(coursedir=api.coursedir, parent=api)
     app.update_config(Config({"HTMLExporter": {"template_name": "feedback"}}))  # as NbGraderAPI.generate_feedback
-    if issubclass(app.exporter_class, SafeFeedbackExporter):
-        paths = Paths.of(Layout.of(api.config), job.lesson, job.student)
-        prime(app.exporter_class(parent=app, config=app.config), _read(paths.release, paths.release.stat().st_mtime))
+    if issubclass(app.exporter_class, safe_feedback_page.SafeFeedbackExporter):
+        safe_feedback_page.prime(app.exporter_class(parent=app, config=app.config), release)
 
 
 def warm_up(config) -> None:
