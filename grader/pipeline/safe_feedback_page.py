@@ -153,13 +153,14 @@ class _Rendered:
         self._budget, self._used = budget, 0
 
     def get(self, key: tuple, render) -> str:
-        if key not in self._items:
-            self._items[key] = render()
-            self._used += len(key[0]) + len(self._items[key])
-            while self._used > self._budget and self._items:
-                old = next(iter(self._items))
-                self._used -= len(old[0]) + len(self._items.pop(old))
-        return self._items[key]
+        if key in self._items:
+            return self._items[key]
+        rendered = self._items[key] = render()
+        self._used += len(key[0]) + len(rendered)
+        while self._used > self._budget and self._items:  # may drop this one too, if it alone is over
+            old = next(iter(self._items))
+            self._used -= len(old[0]) + len(self._items.pop(old))
+        return rendered
 
 
 _TEMPLATES = _MemoryBytecodeCache()

@@ -210,3 +210,13 @@ def test_a_primed_process_renders_the_lessons_own_cells_from_its_caches(monkeypa
     answered = _page_notebook(f"answer = {uuid.uuid4().int}")
     SafeFeedbackExporter(template_name="lab").from_notebook_node(answered)
     assert highlighted == [answered.cells[2].source]
+
+
+def test_rendered_cells_stay_within_their_budget_and_an_oversized_one_is_still_returned():
+    from grader.pipeline.safe_feedback_page import _Rendered
+
+    kept = _Rendered(budget=100)
+    for name in "abc":
+        assert kept.get((name,), lambda name=name: name * 40) == name * 40
+    assert [key[0] for key in kept._items] == ["b", "c"] and kept._used == 82  # the oldest went first
+    assert _Rendered(budget=10).get(("big",), lambda: "x" * 50) == "x" * 50
