@@ -27,6 +27,8 @@ c.Autograde.sanitize_preprocessors = pipeline.sanitize_steps()
 c.Autograde.autograde_preprocessors = pipeline.autograde_steps()
 c.GenerateFeedback.preprocessors = pipeline.feedback_steps()
 c.GenerateFeedback.exporter_class = pipeline.feedback_exporter()
+# Each notebook is validated once, after the last step, not after every step of a pipeline.
+c.Exporter.optimistic_validation = True
 
 # ---- settings of the steps
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
@@ -51,11 +53,13 @@ c.GuardedExecute.output_bytes_per_notebook = 16 * 1024**2  # and per notebook
 # competing for them made the same notebook 2-4x slower.
 c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 # Grading shortcuts: each kernel is told it is being graded (NBGRADER_EXECUTION=autograde), so a lesson's
-# demonstrations run smaller (its GRADING flag), and draws figures at 72 dpi without the "tight" bounding box,
-# which costs a second drawing of every figure; the figures still show in the feedback.
+# demonstrations run smaller and its figures skip their layout pass (its GRADING flag), and draws figures at
+# 72 dpi without the "tight" bounding box, which costs a second drawing of every figure, with a fixed spacing
+# between panels in place of the layout pass; the figures still show in the feedback.
 c.GuardedExecute.grading_shortcuts = True  # False grades every cell at full size: test_grading_shortcuts.py
-c.GuardedExecute.shortcut_arguments = ["--InlineBackend.rc={'figure.dpi': 72}",
-                                       "--InlineBackend.print_figure_kwargs={'bbox_inches': None}"]
+c.GuardedExecute.shortcut_arguments = [
+    "--InlineBackend.rc={'figure.dpi': 72, 'figure.subplot.hspace': 0.6, 'figure.subplot.wspace': 0.5}",
+    "--InlineBackend.print_figure_kwargs={'bbox_inches': None}"]
 # A Python warning on stderr (a RuntimeWarning from the student's code, IPython's note after
 # sys.exit()) does not make a test cell that passed its assertions score 0.
 c.IgnorePattern.enabled = True
