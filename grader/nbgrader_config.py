@@ -36,6 +36,9 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.OverwriteCells.add_missing_cells = True
 # Per-cell time limit when autograding; an infinite loop costs this once per cell that hits it.
 c.Execute.timeout = 30
+# Each kernel is used once: after the last cell it is killed, not asked to shut down and waited for
+# (every output is already in; nothing the kernel would still do at exit can change the grade).
+c.Execute.shutdown_kernel = "immediate"
 # Tracebacks show the exception and its message, not the source lines of (hidden) tests; no kernel
 # reads or writes IPython's history file.
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal", "--HistoryManager.hist_file=:memory:"]

@@ -11,14 +11,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader.grading.gradebook_check import GradebookRefused, check_gradebook
-
-
-def alembic_head() -> str:
-    """What nbgrader's `get_alembic_version` reads from an `alembic heads` command, read in this process."""
-    import nbgrader
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
+from tests.support import alembic_head
 
 
 @pytest.fixture(scope="module")
