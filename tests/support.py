@@ -294,9 +294,3 @@ def batch_scores(lesson: str, release: Path, spec: dict) -> dict[str, float]:
     return {grade_id: 0.0 if grade_id in lost else p for grade_id, p in points.items()}
 
 
-def alembic_head() -> str:
-    """What nbgrader's `get_alembic_version` reads from an `alembic heads` command, read in this process."""
-    import nbgrader
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()

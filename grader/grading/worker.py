@@ -30,7 +30,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
 from grader.course import Layout, nbgrader_api, nbgrader_config
-from grader.grading import phases, shared_engine, triage
+from grader.grading import phases, triage
 from grader.grading.triage import Flag
 from grader.sandbox.template import TemplateError, template_for
 
@@ -173,7 +173,6 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
               sandbox: bool) -> tuple[NbGraderAPI, CourseDirectory]:
     # A harmless SQLAlchemy notice that nbgrader 0.9 triggers whenever it regrades a submission.
     warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session")
-    shared_engine.share_engines()  # one engine per gradebook, not one per Gradebook() nbgrader makes
     config = nbgrader_config(Path(course))
     if timeout is not None:
         config.Execute.timeout = timeout
