@@ -8,6 +8,7 @@ without a result costs only its job. The other jobs carry on, so a re-run meets 
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -53,6 +54,18 @@ def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | 
                 print(f"lesson not primed: {job.lesson}: {type(error).__name__}: {error}", file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by a fork
         stream.flush()
+    # This process's objects kept out of the jobs' garbage collections: a collection that walked them
+    # would write to their pages, and each forked job would copy those pages for itself.
+    gc.collect()
+    gc.freeze()
+    try:
+        return _run(jobs, context, workers=workers, job_timeout=job_timeout, log=log, done=done)
+    finally:
+        gc.unfreeze()
+
+
+def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Path | None,
+         done: Callable[[Result], None]) -> list[Result]:
     pending, running, results = list(enumerate(jobs)), {}, [None] * len(jobs)
     while pending or running:
         while pending and len(running) < workers:

@@ -25,15 +25,17 @@ import os
 import resource
 import shutil
 import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
 import psutil
 from jupyter_client import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Bool, Dict, Integer, Unicode
+from traitlets import Bool, Dict, Integer, Type, Unicode
 
 from grader.sandbox.bwrap import Sandbox, copied_files, real_uid_possible
+from grader.sandbox.client import PromptKernelClient
 from grader.sandbox.template import Template, TemplateError, kernel_args, template_for
 
 WATCH_INTERVAL = 0.1  # seconds between two looks at the kernel's process tree
@@ -116,6 +118,9 @@ class SandboxProvisioner(LocalProvisioner):
     async def send_signal(self, signum: int) -> None:
         if signum in (signal.SIGKILL, signal.SIGTERM):  # bwrap does not pass these on: end the whole tree
             self.parent.kill_tree()
+            # and wait (a few ms) until it is gone: jupyter_client would otherwise look again in 0.1 s.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=1)
             return
         await super().send_signal(signum)
 
@@ -189,6 +194,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     disk_limit = Integer(0, help="Bytes of each writable tmpfs in the sandbox; 0: no size given.")
     sandbox_env = Dict({}, help="Environment variables of the kernel (nothing else of the grader's reaches it).")
     killed_for = Unicode("", help="Set when the watchdog killed the kernel: what it exceeded.")
+    client_factory = Type(PromptKernelClient, klass=PromptKernelClient)  # ready without 0.2 s of silence
     warm = Bool(True, help="Fork the kernel from this process's warm template (grader.sandbox.template); "
                            "False, or a template that cannot start: a cold kernel in its own bwrap.")
 

@@ -1,14 +1,15 @@
-"""grader.sandbox.kernel.ForeignProcess: a killed kernel is gone when kill() returns."""
+"""grader.sandbox.kernel: a killed kernel is gone when ForeignProcess.kill() or the provisioner returns."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
 
 import psutil
 
-from grader.sandbox.kernel import ForeignProcess
+from grader.sandbox.kernel import ForeignProcess, SandboxedKernelManager, SandboxProvisioner
 
 
 def test_kill_returns_once_the_process_is_gone():
@@ -19,4 +20,17 @@ def test_kill_returns_once_the_process_is_gone():
     # Gone, not merely signalled: here the waiting reaped it (a warm kernel is reaped by its template).
     assert not psutil.pid_exists(child.pid)
     assert process.poll() == -signal.SIGKILL
+    child.wait(timeout=5)
+
+
+def test_a_killed_kernel_is_gone_when_the_provisioner_returns():
+    """jupyter_client looks again only 0.1 s later at a kernel still there after its kill."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    manager = SandboxedKernelManager()
+    manager._root_pid = child.pid
+    provisioner = SandboxProvisioner(kernel_id="k", kernel_spec=None, parent=manager)
+    provisioner.process = ForeignProcess(child.pid)
+    asyncio.run(provisioner.send_signal(signal.SIGKILL))
+    assert not psutil.pid_exists(child.pid)  # reaped, not a zombie waiting for its parent
+    assert provisioner.process.poll() == -signal.SIGKILL
     child.wait(timeout=5)

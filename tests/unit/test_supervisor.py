@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 
@@ -30,3 +31,14 @@ def test_a_dying_or_hanging_job_fails_alone_and_the_others_are_graded(monkeypatc
     assert "died (exit code 9)" in results[1].reason and "longer than 3 s" in results[2].reason
     assert sorted(r.student for r in done) == ["ada", "dies", "grace", "hangs"]
     assert "not primed" not in capfd.readouterr().err  # the lesson's page was rendered before the forks
+
+
+def test_jobs_start_with_the_supervisors_objects_frozen_out_of_garbage_collection(monkeypatch):
+    def report_frozen(job: Job) -> Result:
+        return Result(job.student, "graded", scores={"frozen": float(gc.get_freeze_count())})
+
+    monkeypatch.setattr(supervisor, "grade", report_frozen)
+    jobs = [Job(str(REPO), "03-parallel-heads", "ada")]
+    [result] = supervisor.supervise(jobs, workers=1, job_timeout=60)
+    assert result.scores["frozen"] > 10_000  # nbgrader and the lesson's primed page, at least
+    assert gc.get_freeze_count() == 0  # and thawed again here once the batch is done
