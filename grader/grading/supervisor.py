@@ -17,9 +17,10 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from grader.grading.worker import Job, Result, grade, prepare, prime
+from grader.grading.worker import Job, Result, grade, prepare, prime, ready
 
 POLL = 0.5  # seconds between two looks at the running jobs
+EXIT_GRACE = 5.0  # seconds a job's process has to end once it has sent its result, before it is killed
 
 
 def _context():
@@ -52,6 +53,7 @@ def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | 
                 prime(job)
             except Exception as error:  # a cost, never a failure: each job then does it itself
                 print(f"lesson not primed: {job.lesson}: {type(error).__name__}: {error}", file=sys.stderr)
+        ready(jobs[0])  # the kernel template started while the lessons were primed: the jobs share it
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by a fork
         stream.flush()
     # This process's objects kept out of the jobs' garbage collections: a collection that walked them
@@ -67,6 +69,7 @@ def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | 
 def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Path | None,
          done: Callable[[Result], None]) -> list[Result]:
     pending, running, results = list(enumerate(jobs)), {}, [None] * len(jobs)
+    exiting: list[tuple[multiprocessing.process.BaseProcess, float]] = []  # results in, still ending
     while pending or running:
         while pending and len(running) < workers:
             index, job = pending.pop(0)
@@ -75,19 +78,21 @@ def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Pat
             process.start()
             send.close()
             running[process.sentinel] = (index, job, process, receive, time.monotonic() + job_timeout)
-        ready = wait([*running, *(entry[3] for entry in running.values())], timeout=POLL)
+        signalled = wait([*running, *(entry[3] for entry in running.values())], timeout=POLL)
         for sentinel, (index, job, process, receive, deadline) in list(running.items()):
             result = None
-            if receive in ready or sentinel in ready:
+            if receive in signalled or sentinel in signalled:
                 try:
                     result = receive.recv() if receive.poll() else None
                 except (EOFError, OSError):
                     result = None
-                process.join(timeout=5)
                 if result is None:
+                    process.join(timeout=5)
                     code = process.exitcode
                     result = Result(job.student, "failed", reason=f"its grading process died (exit code {code}); "
                                                                  "no other submission was affected")
+                else:  # the next job starts now, while this process ends
+                    exiting.append((process, time.monotonic() + EXIT_GRACE))
             elif time.monotonic() > deadline:
                 process.kill()
                 process.join()
@@ -98,4 +103,21 @@ def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Pat
                 del running[sentinel]
                 results[index] = result
                 done(result)
+        exiting = _reap(exiting)
+    while exiting:
+        time.sleep(0.01)
+        exiting = _reap(exiting)
     return results
+
+
+def _reap(exiting: list[tuple[multiprocessing.process.BaseProcess, float]]):
+    """Join the processes that have ended, kill those past their grace; return the others."""
+    still = []
+    for process, deadline in exiting:
+        if process.exitcode is None and time.monotonic() > deadline:
+            process.kill()
+        if process.exitcode is None and time.monotonic() <= deadline:
+            still.append((process, deadline))
+        else:
+            process.join()
+    return still

@@ -203,13 +203,21 @@ def prime(job: Job) -> None:
         safe_feedback_page.prime(app.exporter_class(parent=app, config=app.config), release)
 
 
-def warm_up(config) -> None:
-    """Start this process's kernel template now, so that processes forked from it share it."""
+def warm_up(config, *, wait: bool = False) -> None:
+    """Start this process's kernel template now (`wait`: and wait until it is ready), so that
+    processes forked from it once it is ready share it."""
     try:
         template_for(env=dict(config.GuardedExecute.get("kernel_env", {})),
-                     tmpfs_size=int(config.GuardedExecute.get("disk_limit", 0)))
+                     tmpfs_size=int(config.GuardedExecute.get("disk_limit", 0)), wait=wait)
     except TemplateError as error:  # each kernel then starts cold, as safely
         warnings.warn(f"kernels start cold: {error}", RuntimeWarning, stacklevel=2)
+
+
+def ready(job: Job) -> None:
+    """Wait until the kernel template that `prepare(job)` started is ready to fork kernels."""
+    api, _ = prepare(job)
+    if job.sandbox and api.config.GuardedExecute.get("warm_kernels", True):
+        warm_up(api.config, wait=True)
 
 
 @cache

@@ -8,7 +8,8 @@ run folder only, the same limits as a cold kernel, and uid 65534 without capabil
 grader.sandbox.bwrap gives a cold kernel (see the module docstring of template_server.py).
 
 `template_for(...)` returns this process's running template for a kernel environment, starting
-it on first use; a process forked from this one (grader.grading.supervisor's jobs) shares it.
+it on first use; a process forked from this one once it is ready (grader.grading.supervisor's
+jobs) shares it.
 `Template.start_kernel` returns the host pid of the new kernel's session process, whose death
 ends the kernel and its whole PID namespace.
 """
@@ -64,19 +65,32 @@ class Template:
         finally:
             for fd in fds:
                 os.close(fd)
+        self.ready = False  # until it has said so: see wait_ready()
+        atexit.register(self.stop)
+
+    def wait_ready(self) -> None:
+        """Wait until the template has imported its libraries; TemplateError (and stopped) if it fails.
+
+        Only the process that started it can wait: a process forked before then gets TemplateError.
+        """
+        if self.ready:
+            return
+        if os.getpid() != self.owner:
+            raise TemplateError("the kernel template was not ready when this process was forked")
         ready, _, _ = select.select([self.process.stdout], [], [], START_TIMEOUT)
         line = self.process.stdout.readline() if ready else b""
         self.process.stdout.close()
         if line.strip() != b"ready":
             self.stop()
             raise TemplateError(f"the kernel template did not start (exit code {self.process.poll()})")
-        atexit.register(self.stop)
+        self.ready = True
 
     def alive(self) -> bool:
         try:
-            return psutil.Process(self.process.pid).status() != psutil.STATUS_ZOMBIE and self.socket.exists()
+            running = psutil.Process(self.process.pid).status() != psutil.STATUS_ZOMBIE
         except psutil.Error:
             return False
+        return running and (not self.ready or self.socket.exists())
 
     def new_rundir(self) -> Path:
         """A run folder (mode 700) for one kernel, inside the folder the template can see."""
@@ -139,17 +153,28 @@ _templates: dict[tuple, Template] = {}
 RUNTIME_ONLY = frozenset({"NBGRADER_EXECUTION"})
 
 
-def template_for(*, env: dict[str, str], tmpfs_size: int, real_uid: int | None = None) -> Template:
-    """This process's template for kernels with environment `env`, started (or restarted) as needed."""
+def template_for(*, env: dict[str, str], tmpfs_size: int, real_uid: int | None = None, wait: bool = True) -> Template:
+    """This process's template for kernels with environment `env`, started (or restarted) as needed.
+
+    `wait=False` returns as soon as it is starting, so that the caller can do other work meanwhile;
+    a later call with `wait=True` (the default) waits until it is ready.
+    """
     if real_uid is None and real_uid_possible():
         real_uid = 199_999 - os.getpid() % 40_000  # one uid per grading command, apart from cold kernels' uids
     env = {name: value for name, value in env.items() if name not in RUNTIME_ONLY}
     key = (tuple(sorted(env.items())), tmpfs_size)
     template = _templates.get(key)
-    if template is None or not template.alive():
-        if template is not None:
-            template.stop()
+    if template is not None and not template.alive():
+        template.stop()
+        template = None
+    if template is None:
         template = _templates[key] = Template(env=env, real_uid=real_uid, tmpfs_size=tmpfs_size)
+    if wait:
+        try:
+            template.wait_ready()
+        except TemplateError:
+            _templates.pop(key, None)
+            raise
     return template
 
 
