@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,8 +76,10 @@ def split(phases: Path, cpu: float, feedback: float | None = None) -> dict[str, 
 
 def run_cells(paths: list[str], env: dict[str, str], arguments: list[str], timeout: int) -> tuple[float, float]:
     """(wall, CPU) seconds of running the code cells of `paths` in one kernel started beforehand
-    with the graded kernels' environment and arguments (so the same figure settings)."""
-    km = KernelManager(kernel_name="python3")
+    with the graded kernels' environment and arguments (so the same figure settings), over IPC
+    sockets as the graded kernels are."""
+    sockets = tempfile.mkdtemp(prefix="floor-kernel-")
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
     km.start_kernel(env={**os.environ, **env}, extra_arguments=arguments)
     kc = km.client()
     kc.start_channels()
@@ -99,6 +102,7 @@ def run_cells(paths: list[str], env: dict[str, str], arguments: list[str], timeo
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def floor(course: Course, lesson: str, students: list[str], workers: int, timeout: int) -> tuple[float, float]:
