@@ -103,21 +103,17 @@ def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Pat
                 del running[sentinel]
                 results[index] = result
                 done(result)
-        exiting = _reap(exiting)
-    while exiting:
-        time.sleep(0.01)
-        exiting = _reap(exiting)
+        exiting = [(process, end) for process, end in exiting if not _reaped(process, end, wait=False)]
+    for process, end in exiting:
+        _reaped(process, end, wait=True)
     return results
 
 
-def _reap(exiting: list[tuple[multiprocessing.process.BaseProcess, float]]):
-    """Join the processes that have ended, kill those past their grace; return the others."""
-    still = []
-    for process, deadline in exiting:
-        if process.exitcode is None and time.monotonic() > deadline:
-            process.kill()
-        if process.exitcode is None and time.monotonic() <= deadline:
-            still.append((process, deadline))
-        else:
-            process.join()
-    return still
+def _reaped(process: multiprocessing.process.BaseProcess, end: float, *, wait: bool) -> bool:
+    """Join `process` if it has ended (`wait`: waiting until `end` for it); past `end`, kill it first."""
+    process.join(timeout=max(0.0, end - time.monotonic()) if wait else 0)
+    if process.exitcode is None and time.monotonic() < end:
+        return False
+    process.kill()  # nothing, for a process that has ended
+    process.join()
+    return True

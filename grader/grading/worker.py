@@ -180,7 +180,7 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
         config.GuardedExecute.memory_limit = memory_limit
     config.GuardedExecute.sandbox = sandbox
     api = nbgrader_api(config)
-    if sandbox and config.GuardedExecute.get("warm_kernels", True):
+    if _warm_kernels(config):
         warm_up(config)
     return api, api.coursedir
 
@@ -216,8 +216,13 @@ def warm_up(config, *, wait: bool = False) -> None:
 def ready(job: Job) -> None:
     """Wait until the kernel template that `prepare(job)` started is ready to fork kernels."""
     api, _ = prepare(job)
-    if job.sandbox and api.config.GuardedExecute.get("warm_kernels", True):
+    if _warm_kernels(api.config):
         warm_up(api.config, wait=True)
+
+
+def _warm_kernels(config) -> bool:
+    """Whether kernels graded with `config` are forked from a template (sandboxed ones only)."""
+    return bool(config.GuardedExecute.sandbox and config.GuardedExecute.get("warm_kernels", True))
 
 
 @cache

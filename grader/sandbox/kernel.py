@@ -160,9 +160,7 @@ class ForeignProcess:
             self._process.send_signal(signum)
 
     def kill(self) -> None:
-        """SIGKILL, then wait (a few ms) until it is gone: jupyter_client would otherwise look again in 0.1 s."""
         self.send_signal(signal.SIGKILL)
-        self.wait(timeout=1)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
