@@ -10,7 +10,6 @@ import time
 import grader.grading.supervisor as supervisor
 from grader.course import REPO
 from grader.grading.worker import Job, Result
-from grader.sandbox.template import _templates as templates
 
 
 def fake_grade(job: Job) -> Result:
@@ -35,9 +34,9 @@ def test_a_dying_or_hanging_job_fails_alone_and_the_others_are_graded(monkeypatc
     assert "not primed" not in capfd.readouterr().err  # the lesson's page was rendered before the forks
 
 
-def test_jobs_start_with_the_template_ready_and_the_supervisors_objects_frozen(monkeypatch):
+def test_jobs_start_with_the_template_ready_and_the_supervisors_objects_frozen(monkeypatch, own_templates):
     def report_state(job: Job) -> Result:
-        ready = [template.ready for template in templates.values()]
+        ready = [template.ready for template in own_templates.values()]
         return Result(job.student, "graded", scores={"frozen": float(gc.get_freeze_count()),
                                                      "templates": float(len(ready)), "ready": float(all(ready))})
 

@@ -15,7 +15,7 @@ def _wait_in_child(template, answer) -> None:
         answer.send(str(error))
 
 
-def test_a_starting_template_is_waited_for_only_by_the_process_that_started_it():
+def test_a_starting_template_is_waited_for_only_by_the_process_that_started_it(own_templates):
     template = template_for(env={"OPENBLAS_NUM_THREADS": "1"}, tmpfs_size=0, wait=False)
     assert not template.ready
     receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
@@ -27,4 +27,3 @@ def test_a_starting_template_is_waited_for_only_by_the_process_that_started_it()
     assert answer == "the kernel template was not ready when this process was forked"
     assert template_for(env={"OPENBLAS_NUM_THREADS": "1"}, tmpfs_size=0) is template
     assert template.ready and template.alive()
-    template.stop()
