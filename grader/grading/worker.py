@@ -186,14 +186,16 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
 
 
 def prime(job: Job) -> None:
-    """Read `job`'s lesson and render its feedback page once in this process, before the local
-    supervisor forks its jobs from it: each job then starts with them read, compiled and highlighted."""
+    """Read `job`'s lesson, import what grading it imports and render its feedback page once in this
+    process, before the local supervisor forks its jobs from it: each job then starts with them read,
+    imported, compiled and highlighted."""
     from nbgrader.converters import GenerateFeedback
     from traitlets.config import Config
 
     from grader.pipeline import safe_feedback_page
 
     api, _ = prepare(job)
+    _import_pipelines(api.config, job.lesson)
     paths = Paths.of(Layout.of(api.config), job.lesson, job.student)
     release = _read(paths.release, paths.release.stat().st_mtime)
     _other_lessons(paths.release.parent.parent, job.lesson)
@@ -201,6 +203,24 @@ def prime(job: Job) -> None:
     app.update_config(Config({"HTMLExporter": {"template_name": "feedback"}}))  # as NbGraderAPI.generate_feedback
     if issubclass(app.exporter_class, safe_feedback_page.SafeFeedbackExporter):
         safe_feedback_page.prime(app.exporter_class(parent=app, config=app.config), release)
+
+
+def _import_pipelines(config, lesson: str) -> None:
+    """Import the steps of the autograde and feedback pipelines, the lesson's trusted spec, numpy's
+    random module (loaded on first use) and the kernelspec nbclient looks up, as grading would."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from traitlets.utils.importstring import import_item
+
+    from grader.trusted.spec import load_spec, seeded
+
+    steps = [*config.Autograde.get("sanitize_preprocessors", []), *config.Autograde.get("autograde_preprocessors", []),
+             *config.GenerateFeedback.get("preprocessors", [])]
+    for step in steps:
+        if isinstance(step, str):
+            import_item(step)
+    load_spec(lesson)
+    seeded(0, lesson)
+    KernelSpecManager(parent=None).get_kernel_spec(config.Execute.get("kernel_name", "python3"))
 
 
 def warm_up(config, *, wait: bool = False) -> None:

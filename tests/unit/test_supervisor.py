@@ -50,16 +50,46 @@ def test_jobs_start_with_the_template_ready_and_the_supervisors_objects_frozen(m
     assert gc.get_freeze_count() == 0  # and thawed again here once the batch is done
 
 
-def test_a_process_that_hangs_after_its_result_keeps_the_result_and_is_killed(monkeypatch):
-    real_child = supervisor._child
+def test_a_process_grades_several_jobs_and_is_retired_after_its_share_or_a_failed_job(monkeypatch):
+    def report_pid(job: Job) -> Result:
+        status = "failed" if job.student == "broken" else "graded"
+        return Result(job.student, status, scores={"pid": float(os.getpid())})
 
-    def child_that_lingers(job, conn, log):
-        real_child(job, conn, log)
+    monkeypatch.setattr(supervisor, "grade", report_pid)
+    monkeypatch.setattr(supervisor, "JOBS_PER_PROCESS", 2)
+    students = ["ada", "grace", "alan", "broken", "edsger"]
+    jobs = [Job(str(REPO), "03-parallel-heads", student) for student in students]
+    results = supervisor.supervise(jobs, workers=1, job_timeout=60)
+    pids = [r.scores["pid"] for r in results]
+    # Two jobs per process; a failed job is its process's last (alan's and broken's process is retired).
+    assert pids[0] == pids[1] and pids[2] == pids[3] and len(set(pids)) == 3
+    assert multiprocessing.active_children() == []
+
+
+def test_an_idle_process_that_died_is_replaced_without_losing_the_next_job(monkeypatch):
+    def serve_once(conn, log):
+        conn.send(supervisor.grade(conn.recv()))
+        os._exit(0)
+
+    monkeypatch.setattr(supervisor, "grade", fake_grade)
+    monkeypatch.setattr(supervisor, "_serve", serve_once)
+    jobs = [Job(str(REPO), "03-parallel-heads", student) for student in ("ada", "grace")]
+    # Each result's callback waits until the process that sent it has ended, before the next job is sent.
+    results = supervisor.supervise(jobs, workers=1, job_timeout=60, done=lambda result: time.sleep(0.5))
+    assert [r.status for r in results] == ["graded", "graded"]
+
+
+def test_a_process_that_lingers_when_told_to_end_is_killed(monkeypatch):
+    real_serve = supervisor._serve
+
+    def serve_then_linger(conn, log):
+        real_serve(conn, log)
         time.sleep(600)
 
     monkeypatch.setattr(supervisor, "grade", fake_grade)
-    monkeypatch.setattr(supervisor, "_child", child_that_lingers)
+    monkeypatch.setattr(supervisor, "_serve", serve_then_linger)
     monkeypatch.setattr(supervisor, "EXIT_GRACE", 1.0)
+    monkeypatch.setattr(supervisor, "JOBS_PER_PROCESS", 1)  # each process is told to end after its job
     jobs = [Job(str(REPO), "03-parallel-heads", student) for student in ("ada", "grace", "alan")]
     started = time.monotonic()
     results = supervisor.supervise(jobs, workers=2, job_timeout=120)
