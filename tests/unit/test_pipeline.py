@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import nbformat
 import pytest
 from nbconvert.preprocessors.sanitize import SanitizeHTML
@@ -139,6 +142,35 @@ def test_a_feedback_page_keeps_no_script_and_carries_a_strict_policy():
     assert "javascript:" not in safe and "onerror" not in safe and "<iframe" not in safe and "alt=i" in safe
     assert safe.index(CSP) < safe.index("<body>") and "default-src 'none'" in CSP
     assert "was not kept" in harden("<html><head></head><body>" + "x" * 5000 + "</body></html>", max_bytes=1000)
+
+
+def _harden_by_the_plain_patterns(page: str) -> str:
+    """`harden(page)`, with script URLs and event handlers found by the plain patterns (tried at every position)."""
+    from grader.pipeline.safe_feedback_page import ACTIVE_TAGS, CSP, SCRIPT
+
+    script_url = re.compile(r"""((?:href|src|action|formaction|xlink:href)\s*=\s*["']?)\s*"""
+                            r"(?:javascript|vbscript|data:text/html)", re.IGNORECASE)
+    handler = re.compile(r"""(<[^>]*?)\son[a-z]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+)""", re.IGNORECASE)
+    page = script_url.sub(r"\1#removed-", SCRIPT.sub("", page))
+    while handler.search(page):
+        page = handler.sub(r"\1", page)
+    page = ACTIVE_TAGS.sub("", page)
+    if re.search(r"<script\b", page, re.IGNORECASE):
+        page = page[: re.search(r"<script\b", page, re.IGNORECASE).start()]
+    return f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' + page  # no <head> in these pages
+
+
+def test_a_feedback_page_is_hardened_exactly_as_the_plain_patterns_would_harden_it():
+    from grader.pipeline.safe_feedback_page import harden
+
+    pieces = ["href", "HRef", "src", "SRC", "xlink:href", "formaction", "action", "data", " ", "  ", "\t", "\n",
+              "\u00a0", "=", "==", "'", '"', "javascript", "JavaScript", "vbscript", "data:text/html", ":alert(1)",
+              "<a ", "<img ", "<b", ">", " onerror", " ONLOAD", "=alert(2)", " on", "one", "x", "iVBORw0KGgo+/9A=",
+              "<script>", "</script>", "<p>", "<iframe ", "<form>"]
+    draw = random.Random(7)
+    for _ in range(3000):
+        page = "".join(draw.choice(pieces) for _ in range(draw.randint(1, 24)))
+        assert harden(page) == _harden_by_the_plain_patterns(page), repr(page)
 
 
 def test_cell_contents_are_sanitised_for_feedback():
