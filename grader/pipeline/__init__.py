@@ -21,13 +21,13 @@ def release_steps() -> list[str]:
         f"{NBGRADER}.LockCells",
         f"{NBGRADER}.ClearSolutions",  # answers -> `raise NotImplementedError()` stubs
         f"{NBGRADER}.ClearOutput",
-        f"{NBGRADER}.CheckCellMetadata",
+        f"{PIPELINE}.check_cell_metadata.CheckCellMetadata",  # nbgrader's, its schema checked once
         f"{NBGRADER}.ComputeChecksums",
         f"{NBGRADER}.SaveCells",  # every test cell, hidden part included, into the gradebook
         f"{NBGRADER}.ClearHiddenTests",
         f"{NBGRADER}.ClearMarkScheme",
         f"{NBGRADER}.ComputeChecksums",
-        f"{NBGRADER}.CheckCellMetadata",
+        f"{PIPELINE}.check_cell_metadata.CheckCellMetadata",  # nbgrader's, its schema checked once
         f"{PIPELINE}.strip_pairing_metadata.StripPairingMetadata",
     ]
 
@@ -39,7 +39,7 @@ def sanitize_steps() -> list[str]:
         f"{NBGRADER}.DeduplicateIds",
         f"{NBGRADER}.OverwriteKernelspec",
         f"{PIPELINE}.repair_cells.RepairCells",  # nbgrader's OverwriteCells, surviving damaged notebooks
-        f"{NBGRADER}.CheckCellMetadata",
+        f"{PIPELINE}.check_cell_metadata.CheckCellMetadata",  # nbgrader's, its schema checked once
     ]
 
 
@@ -54,7 +54,7 @@ def autograde_steps() -> list[str]:
         f"{PIPELINE}.verify_trusted_checks.VerifyTrustedChecks",  # the verdict, decided outside the kernel
         f"{NBGRADER}.SaveAutoGrades",
         f"{NBGRADER}.AssignLatePenalties",
-        f"{NBGRADER}.CheckCellMetadata",
+        f"{PIPELINE}.check_cell_metadata.CheckCellMetadata",  # nbgrader's, its schema checked once
     ]
 
 

@@ -10,11 +10,13 @@ import pytest
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
+from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheckCellMetadata
 from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
 from traitlets.utils.importstring import import_item
 
 from grader import notebook, pipeline
 from grader.course import nbgrader_config
+from grader.pipeline.check_cell_metadata import CheckCellMetadata
 from grader.pipeline.guarded_execute import GuardedExecute
 from grader.pipeline.inject_trusted_checks import InjectTrustedChecks
 from grader.pipeline.repair_cells import RepairCells
@@ -32,7 +34,7 @@ def nbgrader_default(converter, trait: str) -> list[type]:
 
 
 OURS = {StripNbvalMarkers, StripPairingMetadata, InjectTrustedChecks, VerifyTrustedChecks}
-STANDS_FOR = {RepairCells: OverwriteCells, GuardedExecute: Execute}
+STANDS_FOR = {RepairCells: OverwriteCells, GuardedExecute: Execute, CheckCellMetadata: NbgraderCheckCellMetadata}
 
 
 @pytest.mark.parametrize(("steps", "converter", "trait", "added"), [
