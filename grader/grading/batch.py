@@ -49,11 +49,12 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     conventions; see grader/grading/collect.py). Students new to the gradebook are added.
 
     Each submission is graded by `grader.grading.worker.grade`, each kernel in the sandbox
-    (grader.sandbox): by default in a process of its own, `workers` at a time (default: one per
-    core), each stopped after `job_timeout` seconds (default: the notebook's time limit plus five
-    minutes) so that none can hold up the batch. Any `concurrent.futures.Executor` whose workers
-    are processes that see this course's files and gradebook can be passed instead, e.g. a Dask
-    cluster's `Client(...).get_executor()`; it is not shut down here.
+    (grader.sandbox): by default in `workers` grading processes of this machine (default: one per
+    core; grader.grading.supervisor), each submission stopped after `job_timeout` seconds (default:
+    the notebook's time limit plus five minutes) so that none can hold up the batch. Any
+    `concurrent.futures.Executor` whose workers are processes that see this course's files and
+    gradebook can be passed instead, e.g. a Dask cluster's `Client(...).get_executor()`; it is not
+    shut down here.
 
     Where the sandbox cannot start, grading is refused with the reason, unless
     `unsafe_no_sandbox`: kernels then run with the grader's own permissions, and the summary,

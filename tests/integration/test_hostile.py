@@ -181,3 +181,48 @@ def test_feedback_carries_no_active_content(hostile):
         assert not handlers, f"{name}'s feedback holds event handlers: {handlers[:3]}"
         assert not re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", page), f"{name}'s feedback links to a script"
         assert "content-security-policy" in page, f"{name}'s feedback has no Content-Security-Policy"
+
+
+def _seeded_course(root: Path) -> Course:
+    """A course of Lesson 3 whose hidden tests draw the same inputs in every run."""
+    course = make_course(root, cell_timeout=CELL_TIMEOUT, lessons=[LESSON])
+    with (course.root / "nbgrader_config.py").open("a") as config:
+        config.write("c.InjectTrustedChecks.seed = 7\n")
+    return course
+
+
+def _without_timings(page: str) -> str:
+    """`page` without the lesson's timing printout (its numbers vary by run), and with each cell's
+    printed lines in one block (where the kernel's output stream splits them varies by run too)."""
+    start, last = page.index("<pre>tiny "), page.rindex("loop / batched")
+    page = page[:start] + page[page.index("</pre>", last):]
+    return re.sub(r'</pre>\s*</div>\s*</div>\s*<div class="output_area">\s*<div class="prompt"></div>\s*'
+                  r'<div class="output_subarea output_stream output_stdout output_text">\s*<pre>', "", page)
+
+
+def test_a_submission_leaves_nothing_in_its_grading_process_for_the_next(tmp_path):
+    """A grading process grades submissions one after another: the one before cannot change the next's page."""
+    from grader.grading.batch import main as autograde
+
+    shared, alone = _seeded_course(tmp_path / "shared"), _seeded_course(tmp_path / "alone")
+    honest = build_notebook(LESSON, shared.release(LESSON), {})
+    # Metadata that would change how a page is highlighted and which kernel runs it, a cell whose
+    # source is the honest one's (the page caches rendered cells by source), and a large output.
+    poison = build_notebook(LESSON, shared.release(LESSON), {"first": {"append": "print('PWNED ' * 200_000)"}})
+    poison.metadata.language_info = {"name": "html", "pygments_lexer": "html", "file_extension": ".html"}
+    poison.metadata.kernelspec = {"name": "bash", "display_name": "Bash", "language": "bash"}
+    shared.submit(LESSON, {"a_poison": poison, "b_honest": honest})
+    alone.submit(LESSON, {"b_honest": honest})
+    for course in (shared, alone):
+        with open(os.devnull, "w") as quiet:
+            autograde(lesson=LESSON, course=course.root, workers=1, force=True, progress=quiet, out=quiet)
+    rows = {}
+    for course in (shared, alone):
+        with course.layout.grades_csv(LESSON).open() as handle:
+            rows[course] = {row["student"]: row for row in csv.DictReader(handle)}
+    # One process graded both (it is retired only after a failed one), and the honest one as if alone.
+    assert rows[shared]["a_poison"]["status"] == "graded"
+    assert rows[shared]["b_honest"] == rows[alone]["b_honest"]
+    page = _without_timings(shared.layout.feedback_page("b_honest", LESSON).read_text())
+    assert page == _without_timings(alone.layout.feedback_page("b_honest", LESSON).read_text())
+    assert "PWNED" not in page
