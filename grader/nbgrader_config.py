@@ -7,6 +7,7 @@ writes lives in grader/state/ (grader/course.py). What each command runs is in g
 
 from grader import pipeline
 from grader.course import GRADEBOOK, REPO, STATE_FOLDERS
+from grader.grading import shared_sql
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -17,8 +18,10 @@ c.CourseDirectory.release_directory = "lessons"
 c.CourseDirectory.submitted_directory = STATE_FOLDERS["submitted"]
 c.CourseDirectory.autograded_directory = STATE_FOLDERS["autograded"]
 c.CourseDirectory.feedback_directory = STATE_FOLDERS["feedback"]
-# timeout= lets parallel graders wait for SQLite's write lock instead of failing with "database is locked".
-c.CourseDirectory.db_url = f"sqlite:///{REPO / GRADEBOOK}?timeout=60"
+# timeout= lets parallel graders wait for SQLite's write lock instead of failing with "database is locked";
+# the plugin lets nbgrader's many engines per submission share their compiled SQL (grader/grading/shared_sql.py).
+shared_sql.register()
+c.CourseDirectory.db_url = f"sqlite:///{REPO / GRADEBOOK}?timeout=60&plugin={shared_sql.NAME}"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 
 # ---- the pipelines

@@ -22,6 +22,7 @@ from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import notebook
 from grader.course import GRADEBOOK, REPO, SOLUTIONS, Layout, nbgrader_config, reference_notebook
+from grader.grading import shared_sql
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CHEATS = FIXTURES / "cheats"
@@ -89,7 +90,7 @@ def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None
     (a PostgreSQL database, say, which needs a `course_id`); releasing creates it there.
     """
     root.mkdir(parents=True, exist_ok=True)
-    db_url = db_url or f"sqlite:///{root / GRADEBOOK}?timeout=60"
+    db_url = db_url or f"sqlite:///{root / GRADEBOOK}?timeout=60&plugin={shared_sql.NAME}"
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
         f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
