@@ -60,8 +60,13 @@ class _Process:
     deadline: float = 0.0
 
     def send(self, index: int, job: Job, job_timeout: float) -> None:
-        self.conn.send(job)
         self.index, self.job, self.deadline = index, job, time.monotonic() + job_timeout
+        self.conn.send(job)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.conn.close()
 
 
 def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | None = None,
@@ -111,11 +116,11 @@ def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Pat
             worker = idle.pop() if idle else _start(context, log)
             try:
                 worker.send(*pending[0], job_timeout)
-            except OSError:  # an idle process that has died since its last job: a fresh one instead
-                if not worker.graded:
-                    raise
-                retire(worker)
-                continue
+            except OSError:
+                if worker.graded:  # an idle process that has died since its last job: a fresh one instead
+                    retire(worker)
+                    continue
+                # a new process that died at once: its job is reported as died, below
             pending.pop(0)
             busy.append(worker)
         for worker in idle:  # nothing left to send them
@@ -134,9 +139,7 @@ def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Pat
                     code = worker.process.exitcode
                     result = Result(job.student, "failed", reason=f"its grading process died (exit code {code}); "
                                                                  "no other submission was affected")
-                    worker.process.kill()
-                    worker.process.join()
-                    worker.conn.close()
+                    worker.kill()
                 else:
                     worker.graded += 1
                     if worker.graded >= JOBS_PER_PROCESS or result.status != "graded":
@@ -144,9 +147,7 @@ def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Pat
                     else:
                         idle.append(worker)
             elif time.monotonic() > worker.deadline:
-                worker.process.kill()
-                worker.process.join()
-                worker.conn.close()
+                worker.kill()
                 result = Result(job.student, "failed", reason=f"grading took longer than {job_timeout:.0f} s and "
                                                               "was stopped")
             if result is not None:

@@ -7,7 +7,8 @@ its Result, so the batch carries on.
 
 `grade` and `Job` are plain picklable objects, so any `concurrent.futures.Executor` whose workers
 are processes can run them, such as a Dask `Client(...).get_executor()`; on this machine
-grader.grading.supervisor runs each in a process of its own. Each process loads the course's nbgrader
+grader.grading.supervisor runs them in a few grading processes of its own, one job after another in
+each. Each process loads the course's nbgrader
 configuration on its first job and reuses it. nbgrader changes the process's working directory
 while it grades, so a process grades one submission at a time (a lock enforces it when an
 executor runs several threads per process).
@@ -220,7 +221,7 @@ def _import_pipelines(config, lesson: str) -> None:
             import_item(step)
     load_spec(lesson)
     seeded(0, lesson)
-    KernelSpecManager(parent=None).get_kernel_spec(config.Execute.get("kernel_name", "python3"))
+    KernelSpecManager().get_kernel_spec(config.Execute.get("kernel_name", "python3"))
 
 
 def warm_up(config, *, wait: bool = False) -> None:

@@ -28,6 +28,7 @@ import pytest
 import tomllib
 
 from grader.course import REPO, submission_filename
+from grader.grading.batch import main as autograde
 from tests.support import FIXTURES, Course, batch_scores, build_notebook, make_course, points_of
 
 LESSON = "03-parallel-heads"
@@ -202,8 +203,6 @@ def _without_timings(page: str) -> str:
 
 def test_a_submission_leaves_nothing_in_its_grading_process_for_the_next(tmp_path):
     """A grading process grades submissions one after another: the one before cannot change the next's page."""
-    from grader.grading.batch import main as autograde
-
     shared, alone = _seeded_course(tmp_path / "shared"), _seeded_course(tmp_path / "alone")
     honest = build_notebook(LESSON, shared.release(LESSON), {})
     # Metadata that would change how a page is highlighted and which kernel runs it, a cell whose

@@ -79,6 +79,23 @@ def test_an_idle_process_that_died_is_replaced_without_losing_the_next_job(monke
     assert [r.status for r in results] == ["graded", "graded"]
 
 
+def test_a_new_process_that_dies_before_its_first_job_costs_only_that_job(monkeypatch):
+    real_start = supervisor._start
+
+    def start_and_wait(context, log):
+        started = real_start(context, log)
+        started.process.join(timeout=5)  # it has died before its job is sent
+        return started
+
+    monkeypatch.setattr(supervisor, "grade", fake_grade)
+    monkeypatch.setattr(supervisor, "_serve", lambda conn, log: os._exit(3))
+    monkeypatch.setattr(supervisor, "_start", start_and_wait)
+    jobs = [Job(str(REPO), "03-parallel-heads", student) for student in ("ada", "grace")]
+    results = supervisor.supervise(jobs, workers=1, job_timeout=60)
+    assert [r.status for r in results] == ["failed", "failed"]
+    assert all("died (exit code 3)" in r.reason for r in results)
+
+
 def test_a_process_that_lingers_when_told_to_end_is_killed(monkeypatch):
     real_serve = supervisor._serve
 
