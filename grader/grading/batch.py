@@ -21,6 +21,7 @@ from grader.course import REPO, Layout, nbgrader_config, require_course_id, sele
 from grader.grading import report
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
+from grader.grading.roster import enrol
 from grader.grading.supervisor import supervise
 from grader.grading.worker import Job, Result, grade
 from grader.sandbox.bwrap import SandboxUnavailable, probe
@@ -90,9 +91,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     points = notebook.test_points(nbformat.read(release, as_version=4))
 
     collected = collect(lesson, layout.submitted, source)
-    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
-        for student in collected.students:
-            gradebook.update_or_create_student(student)
+    enrol(coursedir.db_url, coursedir.course_id, collected.students)
 
     jobs = make_jobs(course, lesson, collected.students, force=force, timeout=timeout, memory_limit=memory_limit,
                      sandbox=not unsafe_no_sandbox)

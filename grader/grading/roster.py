@@ -1,0 +1,23 @@
+"""Put a batch's students into the gradebook before any of their submissions is graded.
+
+nbgrader's autograde adds a student it does not find, and two processes that grade the same new
+student at once (two lessons, or two batches) can both miss and both add: one of them then fails
+on the gradebook's unique key. Adding every student first, once, and treating "already there"
+as done, leaves the jobs nothing to add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from nbgrader.api import Gradebook, InvalidEntry
+
+
+def enrol(db_url: str, course_id: str, students: Iterable[str]) -> None:
+    """Make sure every one of `students` is in the gradebook, even while another process adds the same ones."""
+    with Gradebook(db_url, course_id) as gradebook:
+        for student in students:
+            try:
+                gradebook.update_or_create_student(student)
+            except InvalidEntry:  # another process added it between nbgrader's look and its insert
+                gradebook.find_student(student)
