@@ -393,7 +393,7 @@ Qc, Kc, Vc = Q.copy(), K.copy(), V.copy()  # perturbed in place by the check
 for name, analytic, x in [("dQ", dQ, Qc), ("dK", dK, Kc), ("dV", dV, Vc)]:
     numeric = numerical_gradient(lambda: loss(Qc, Kc, Vc, dOut), x, eps=1e-5)
     error = relative_error(analytic, numeric)
-    print(f"{name}: relative error {error:.1e}   below {tolerance:.0e}: {error < tolerance}")
+    print(f"{name}: relative error below {tolerance:.0e}: {error < tolerance}, even below 1e-09: {error < 1e-9}")
 
 numeric_dV = numerical_gradient(lambda: loss(Qc, Kc, Vc, dOut), Vc, eps=1e-5)
 numeric_dQ = numerical_gradient(lambda: loss(Qc, Kc, Vc, dOut), Qc, eps=1e-5)
@@ -415,7 +415,8 @@ print(f"                     dS = A * dA      relative error {relative_error(dS_
 # float32), and dividing their difference by $2\varepsilon$ turns it into an error of order
 # $u\,|L| / \varepsilon$. The total is smallest near $\varepsilon \approx u^{1/3}$, about $10^{-5}$ in float64
 # and $10^{-2.5}$ in float32. The same check, run on the same $Q$ in both precisions, against the
-# float64 analytic $dQ$:
+# float64 analytic $dQ$, with each error rounded to the nearest power of ten (where rounding
+# dominates, the digits beyond that change from one machine to the next):
 
 # %%
 step_sizes = np.logspace(-1, -9, 17)  # 1e-1 down to 1e-9, half a decade apart
@@ -424,13 +425,19 @@ for dtype in (np.float64, np.float32):
     q, k, v, g = (a.astype(dtype) for a in (Q, K, V, dOut))
     errors[dtype.__name__] = [relative_error(dQ, numerical_gradient(lambda: loss(q, k, v, g), q, dtype(eps)))
                               for eps in step_sizes]
+
+
+def about(x):
+    """x to the nearest power of ten, as text: 6.1e-06 -> '1e-05' (the digits below it are rounding noise)."""
+    return f"1e{int(np.round(np.log10(x))):+03d}"
+
+
+print("relative error of dQ, to the nearest power of ten")
 print("   eps    float64   float32")
 for i in range(0, len(step_sizes), 2):
-    print(f"{step_sizes[i]:7.0e}  {errors['float64'][i]:8.1e}  {errors['float32'][i]:8.1e}")
+    print(f"{step_sizes[i]:7.0e}  {about(errors['float64'][i]):>8}  {about(errors['float32'][i]):>8}")
 for name, errs in errors.items():
-    best = int(np.argmin(errs))
-    print(f"{name}: smallest relative error {errs[best]:.1e} at eps = {step_sizes[best]:.0e};"
-          f" below {tolerance:.0e} at some eps: {min(errs) < tolerance}")
+    print(f"{name}: smallest relative error about {about(min(errs))}; below {tolerance:.0e} at some eps: {min(errs) < tolerance}")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 4.6), constrained_layout=True)
@@ -451,7 +458,7 @@ plt.show()
 # below the dashed bound; the float64 curve dips more than three orders of magnitude below it,
 # and climbs back above it only for steps below $10^{-8}$.*
 #
-# So a float32 check cannot pass: its best relative error, printed above, is $6 \times 10^{-6}$, at
+# So a float32 check cannot pass: its best relative error, printed above, is about $10^{-5}$, near
 # $\varepsilon = 10^{-2}$, and a gradient that is wrong by a few parts in a million would look just as
 # good. That is why gradient checks run in float64, and why the step is about $10^{-5}$, not "as
 # small as possible".
@@ -514,7 +521,8 @@ for scaled in (True, False):
     W = Wq1.copy()
     numeric = numerical_gradient(lambda: np.sum(attention_forward(X1 @ W * (1.0 if scaled else np.sqrt(8)),
                                                                   X1 @ Wk1, X1 @ Wv1)[0] * dOut1), W, eps=1e-5)
-    print(f"scaled={scaled!s:5}: dWq relative error against finite differences {relative_error(dWq1, numeric):.1e}")
+    print(f"scaled={scaled!s:5}: dWq relative error against finite differences below 1e-09:"
+          f" {relative_error(dWq1, numeric) < 1e-9}")
 
 # %% [markdown]
 # (The unscaled layer is checked by feeding `attention_forward`, which always divides by

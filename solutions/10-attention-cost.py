@@ -623,7 +623,7 @@ for n in online_T:
     online_peak.append(peak_bytes(lambda: online_softmax_attention(Q_n, K_n, V_n, online_block)))
 online_peak = np.array(online_peak)
 for n, peak in zip(online_T, online_peak, strict=True):
-    print(f"T = {n:>5}: peak {peak / 2**20:6.2f} MiB = {peak / (8 * n**2):.3f} x one (T, T) array")
+    print(f"T = {n:>5}: peak {peak / 2**20:5.1f} MiB = {peak / (8 * n**2):.2g} x one (T, T) array")
 
 online_slope, online_intercept = fit_slope(online_T, online_peak)
 print(f"online memory slope = {online_slope:.2f}")
