@@ -21,7 +21,7 @@ def submit(courses: list[Course], lesson: str, count: int, exclude: set[str]) ->
     notebooks = {v.name: nbformat.writes(build(lesson, release, v)) for v in chosen}
     students = []
     for index, variant in zip(range(count), itertools.cycle(chosen), strict=False):
-        student = f"s{index:03d}_{variant.name.replace('-', '_')}"
+        student = f"s{index:03d}_{variant.name.replace('-', '_')}".lower()  # a student id, as collect makes
         for course in courses:
             path = course.layout.submitted_notebook(student, lesson)
             path.parent.mkdir(parents=True, exist_ok=True)

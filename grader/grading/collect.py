@@ -201,14 +201,20 @@ def _store(folder: Path, lesson: str, attempt: Attempt, content: bytes) -> bool:
 
 
 def _submitted(submitted: Path, lesson: str) -> tuple[list[str], list[Skipped]]:
-    """Students with `<student>/<lesson>/<lesson>.ipynb`, and folders holding some other notebook."""
+    """Students with `<student>/<lesson>/<lesson>.ipynb`, and folders that are not graded, with why:
+    one holding some other notebook, or named with something other than a student id."""
     students, misplaced = [], []
     for folder in sorted(submitted.glob(f"*/{lesson}")):
+        name = folder.parent.name
         if folder.parent.is_symlink() or folder.is_symlink():
             misplaced.append(Skipped(str(folder), "a link in the submitted folder: not followed"))
+        elif student_id(name) != name:  # put there by hand: the gradebook takes only ids collect makes
+            ident = student_id(name)
+            rename = f": rename it to {ident!r}" if ident and not (submitted / ident).exists() else ""
+            misplaced.append(Skipped(str(folder.parent), f"the folder name {name!r} is not a student id (at most "
+                                     f"{MAX_ID} lowercase ASCII letters, digits or underscores){rename}"))
         elif (folder / f"{lesson}.ipynb").is_file():
-            students.append(folder.parent.name)
+            students.append(name)
         elif others := sorted(p.name for p in folder.glob("*.ipynb")):
-            misplaced.append(Skipped(str(folder / others[0]),
-                                     f"expected {lesson}.ipynb in {folder.parent.name}'s submission folder"))
+            misplaced.append(Skipped(str(folder / others[0]), f"expected {lesson}.ipynb in {name}'s submission folder"))
     return students, misplaced

@@ -99,6 +99,20 @@ def test_the_submitted_layout_is_used_as_it_is(tmp_path):
     assert collected.skipped[0].file.endswith("Untitled.ipynb")
 
 
+def test_a_submitted_folder_not_named_by_a_student_id_is_listed_not_graded(tmp_path):
+    # The gradebook holds only ids collect makes (grader.grading.gradebook_check refuses others), so a
+    # folder put there by hand as "Ada" would be graded once and then stop every later batch.
+    submitted = tmp_path / "submitted"
+    for name in ("Ada", "grace-h", "ok_1"):
+        (submitted / name / LESSON).mkdir(parents=True)
+        (submitted / name / LESSON / f"{LESSON}.ipynb").write_text("{}")
+    collected = collect(LESSON, submitted)
+    assert collected.students == ["ok_1"]
+    reasons = {Path(s.file).name: s.reason for s in collected.skipped}
+    assert set(reasons) == {"Ada", "grace-h"}
+    assert reasons["Ada"].endswith("rename it to 'ada'") and "not a student id" in reasons["grace-h"]
+
+
 def test_a_source_that_is_neither_a_folder_nor_a_zip_is_refused(tmp_path):
     (tmp_path / "grades.csv").write_text("student,total\n")
     with pytest.raises(SystemExit, match="not a folder or a .zip"):
