@@ -1,6 +1,6 @@
 """Throughput of `python -m grader autograde` against stock `nbgrader autograde`, same submissions.
 
-    .venv/bin/python -m benchmarks.autograde_throughput [--lesson 03-parallel-heads] [-n 60]
+    .venv/bin/python -m benchmarks.autograde_throughput [--lesson 03-parallel-heads] [-n 60] [--rounds 2]
 
 Makes N submissions of a lesson from its release, cycling through the lesson's fixture students
 (tests/fixtures/<lesson>/submissions.toml: the reference answers, the untouched release and the
@@ -24,7 +24,9 @@ nbgrader's bookkeeping and feedback (grader.grading.phases), and the ratios. Eve
 course's nbgrader configuration, so they grade exactly alike; stock nbgrader runs twice, with cold
 kernels as nbgrader starts them and with the course's warm kernels. Timings include each command's
 start-up. Last, the latency of `python -m grader check <lesson>` (what `make check` runs). Other
-work on the machine skews the figures: the load average is printed before and after.
+work on the machine skews the figures: the load average is printed before and after. The machine's
+own speed drifts too, within minutes: `--rounds 2` runs everything twice, the second time in
+reverse order, and takes the ratios of the summed times, so that a steady drift cancels.
 """
 
 from __future__ import annotations
@@ -125,8 +127,10 @@ def scores(course: Course, lesson: str, students: list[str]) -> dict[str, dict[s
                 for student in students}
 
 
-def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude: set[str], keep: Path | None) -> float:
-    """Run the comparison; return ours/stock (cold kernels) throughput ratio, autograde only."""
+def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude: set[str], keep: Path | None,
+         rounds: int = 1) -> float:
+    """Run the comparison `rounds` times (every other round in reverse order); return ours/stock (cold
+    kernels) throughput ratio over all rounds, autograde only."""
     [lesson] = select_lessons([lesson])
     with tempfile.TemporaryDirectory(prefix="autograde-bench-") as scratch:
         root = keep or Path(scratch)
@@ -148,26 +152,50 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
             print(line + f"   (load {load()})", flush=True)
 
         nbgrader = [sys.executable, "-m", "nbgrader"]
-        runs = {}
-        for name, extra, label in (("stock", ["--GuardedExecute.warm_kernels=False"], "stock nbgrader, cold kernels"),
-                                   ("stock_warm", [], "stock nbgrader, warm kernels")):
+
+        def stock(name: str, extra: list[str], label: str) -> float:
             course, phases = courses[name], root / f"{name}-phases.jsonl"
+            phases.unlink(missing_ok=True)
             seconds, cpu, _ = timed([*nbgrader, "autograde", lesson, "--create", "--force", *extra], course.root,
                                     phases)
             feedback_s, feedback_cpu, _ = timed([*nbgrader, "generate_feedback", lesson, "--force"], course.root)
-            runs[name] = seconds
             report(f"{label} (+ feedback {feedback_s:.0f} s)", seconds, cpu + feedback_cpu,
                    split(phases, cpu, feedback=feedback_cpu))
-        for name, extra, label in (("ours", [], "python -m grader autograde"),
-                                   ("bare", ["--unsafe-no-sandbox"], "  the same, --unsafe-no-sandbox")):
+            return seconds
+
+        def ours(name: str, extra: list[str], label: str) -> float:
             phases = root / f"{name}-phases.jsonl"
-            seconds, cpu, summary = timed([sys.executable, "-m", "grader", "autograde", lesson, "--course",
-                                           str(courses[name].root), "--force", "--workers", str(workers), *extra],
-                                          REPO, phases)
-            runs[name] = seconds
+            phases.unlink(missing_ok=True)
+            seconds, cpu, _ = timed([sys.executable, "-m", "grader", "autograde", lesson, "--course",
+                                     str(courses[name].root), "--force", "--workers", str(workers), *extra],
+                                    REPO, phases)
             report(label, seconds, cpu, split(phases, cpu))
-        floor_s, floor_cpu = floor(courses["ours"], lesson, students, workers, timeout)
-        report("floor: the cells alone, kernels started", floor_s, floor_cpu)
+            return seconds
+
+        def bottom() -> float:
+            seconds, cpu = floor(courses["ours"], lesson, students, workers, timeout)
+            report("floor: the cells alone, kernels started", seconds, cpu)
+            return seconds
+
+        cold = ["--GuardedExecute.warm_kernels=False"]
+        steps = {"stock": lambda: stock("stock", cold, "stock nbgrader, cold kernels"),
+                 "stock_warm": lambda: stock("stock_warm", [], "stock nbgrader, warm kernels"),
+                 "ours": lambda: ours("ours", [], "python -m grader autograde"),
+                 "bare": lambda: ours("bare", ["--unsafe-no-sandbox"], "  the same, --unsafe-no-sandbox"),
+                 "floor": bottom}
+        times: dict[str, list[float]] = {name: [] for name in steps}
+        for round_ in range(rounds):
+            if rounds > 1:
+                print(f"round {round_ + 1} of {rounds}" + (", in reverse order" if round_ % 2 else ""))
+            for name in steps if round_ % 2 == 0 else reversed(steps):
+                times[name].append(steps[name]())
+        if rounds > 1:
+            for round_ in range(rounds):
+                print(f"round {round_ + 1}: ours / stock cold {times['stock'][round_] / times['ours'][round_]:.2f}x, "
+                      f"ours / the floor {times['ours'][round_] / times['floor'][round_]:.2f}x")
+            print(f"over all {rounds} rounds (summed times, so that a drift in the machine's speed cancels):")
+        runs = {name: sum(seconds) for name, seconds in times.items()}
+        floor_s = runs["floor"]
 
         graded = {name: scores(course, lesson, students) for name, course in courses.items()}
         differ = [s for s in students if len({json.dumps(graded[name][s], sort_keys=True) for name in names}) > 1]
@@ -194,6 +222,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_batch_arguments(parser, count=60)
     parser.add_argument("--workers", type=int, help="our worker processes (default: one per core)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every configuration this many times, every other round in reverse order, "
+                             "and take the ratios of the summed times (default: 1)")
     args = parser.parse_args()
     main(lesson=args.lesson, count=args.submissions, workers=args.workers, timeout=args.timeout,
-         exclude=set(args.exclude), keep=args.keep)
+         exclude=set(args.exclude), keep=args.keep, rounds=args.rounds)
