@@ -172,7 +172,7 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
             report(label, seconds, cpu, split(phases, cpu))
             return seconds
 
-        def bottom() -> float:
+        def cells_alone() -> float:
             seconds, cpu = floor(courses["ours"], lesson, students, workers, timeout)
             report("floor: the cells alone, kernels started", seconds, cpu)
             return seconds
@@ -182,7 +182,7 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
                  "stock_warm": lambda: stock("stock_warm", [], "stock nbgrader, warm kernels"),
                  "ours": lambda: ours("ours", [], "python -m grader autograde"),
                  "bare": lambda: ours("bare", ["--unsafe-no-sandbox"], "  the same, --unsafe-no-sandbox"),
-                 "floor": bottom}
+                 "floor": cells_alone}
         times: dict[str, list[float]] = {name: [] for name in steps}
         for round_ in range(rounds):
             if rounds > 1:

@@ -11,13 +11,14 @@ is committed.
 
 from __future__ import annotations
 
-import configparser
+import copy
 import platform
 import re
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbval.plugin import coalesce_streams, get_sanitize_patterns
 
 from grader.course import REPO, reference_notebook
 
@@ -33,28 +34,24 @@ def other_code_paths() -> dict[str, str]:
     return {"NPY_DISABLE_CPU_FEATURES": " ".join(found), "OPENBLAS_CORETYPE": "Sandybridge"}
 
 
-def sanitised(text: str) -> str:
-    """`text` after tests/nbval-sanitize.cfg's replacements, as nbval compares it."""
-    rules = configparser.ConfigParser()
-    rules.read(REPO / "tests" / "nbval-sanitize.cfg")
-    for section in rules.sections():
-        text = re.sub(rules[section]["regex"], rules[section]["replace"], text)
-    return text
+SANITISE = get_sanitize_patterns((REPO / "tests" / "nbval-sanitize.cfg").read_text())  # as nbval reads it
 
 
 def printed(cell: nbformat.NotebookNode) -> str:
-    """What a code cell printed and returned as text, the outputs nbval compares (a stream's chunks joined)."""
-    streams: dict[str, str] = {}
+    """What a code cell printed and returned as text, as nbval compares it: streams coalesced, sanitised."""
     parts = []
-    for output in cell.get("outputs", []):
+    for output in coalesce_streams(copy.deepcopy(cell.get("outputs", []))):
         if output.output_type == "stream":
-            streams[output.name] = streams.get(output.name, "") + output.text
+            parts.append(f"[{output.name}] {output.text}")
         elif output.output_type in ("execute_result", "display_data") and "text/plain" in output.data:
             if not {"image/png", "image/svg+xml"} & set(output.data):  # a figure's repr names its address
                 parts.append(output.data["text/plain"])
         elif output.output_type == "error":
             parts.append(f"{output.ename}: {output.evalue}")
-    return sanitised("".join([*(f"[{name}] {text}" for name, text in sorted(streams.items())), *parts]))
+    text = "".join(parts)
+    for regex, replace in SANITISE:
+        text = re.sub(regex, replace, text)
+    return text
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the other code paths named here are x86's")
@@ -66,8 +63,9 @@ def test_a_reference_notebook_prints_the_same_on_other_code_paths(lesson, monkey
     run = nbformat.read(path, as_version=4)
     client = NotebookClient(run, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(path.parent)}})
     client.execute()
-    differ = [f"cell {index}:\n  committed: {printed(old)!r}\n  now:       {printed(new)!r}"
-              for index, (old, new) in enumerate(zip(committed.cells, run.cells, strict=True))
-              if old.cell_type == "code" and IGNORED not in old.source and printed(old) != printed(new)]
+    cells = enumerate(zip(committed.cells, run.cells, strict=True))
+    pairs = [(index, printed(old), printed(new)) for index, (old, new) in cells
+             if old.cell_type == "code" and IGNORED not in old.source]
+    differ = [f"cell {index}:\n  committed: {old!r}\n  now:       {new!r}" for index, old, new in pairs if old != new]
     assert not differ, (f"{lesson} prints rounding noise (run with {other_code_paths()}): print a bound or fewer "
                         "digits instead\n" + "\n".join(differ))
