@@ -20,7 +20,8 @@ Then, in the same run, it grades them with
 checks that the gradebooks hold identical scores for every test cell of every submission, and
 prints submissions per minute, CPU seconds per submission (the machine's busy time during the
 run: nbgrader, workers, templates, kernels, and anything else running), that CPU split into kernel start, cells,
-nbgrader's bookkeeping and feedback (grader.grading.phases), and the ratios. Every run uses the
+nbgrader's bookkeeping and feedback (grader.grading.phases), and the ratios, stock
+cold over the floor among them: the bound on ours over stock, since no grader beats the floor. Every run uses the
 course's nbgrader configuration, so they grade exactly alike; stock nbgrader runs twice, with cold
 kernels as nbgrader starts them and with the course's warm kernels. Timings include each command's
 start-up. Last, the latency of `python -m grader check <lesson>` (what `make check` runs). Other
@@ -206,6 +207,8 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
         print(f"throughput, ours / stock nbgrader with cold kernels:      {ratio:.2f}x")
         print(f"throughput, ours / stock nbgrader with warm kernels:      {runs['stock_warm'] / runs['ours']:.2f}x")
         print(f"ours / the floor (wall):                                  {runs['ours'] / floor_s:.2f}x")
+        print(f"stock nbgrader with cold kernels / the floor (wall):      {runs['stock'] / floor_s:.2f}x"
+              "   (no grader can beat the floor: the most any could reach over stock in this run)")
         print(f"cost of the sandbox (wall, sandboxed / not):              {runs['ours'] / runs['bare']:.2f}x")
         answered = next((s for s in students if s.endswith("_reference")), students[0])
         start = time.monotonic()
