@@ -11,6 +11,11 @@ DIR    ?=
 # Both cores: each test module, and each notebook's nbval cells, on one worker (loadscope); the
 # shared course and grading batch are built once for both (tests/integration/conftest.py).
 PYTEST_PARALLEL ?= -n 2 --dist loadscope
+# pip-tools' pip-compile writes the locks: it resolves with pip itself, so it reads the same package
+# indexes and configuration as the `pip install` that installs them. CUSTOM_COMPILE_COMMAND is the
+# command each lock's header names.
+LOCK := CUSTOM_COMPILE_COMMAND="make upgrade" $(VENV)/bin/pip-compile --quiet --strip-extras \
+        --no-emit-index-url --no-emit-find-links --no-emit-trusted-host
 
 # Kernels must draw figures inline: an exported MPLBACKEND=Agg makes plt.show() output nothing.
 unexport MPLBACKEND
@@ -18,7 +23,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env torch browser scale lab check submit test test-fast test-extras lint release reference autograde dist clean
+.PHONY: help env upgrade torch browser scale lab check submit test test-fast test-extras lint release reference autograde dist clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -27,11 +32,11 @@ $(STAMP): requirements.txt Makefile
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] < (3, 10) and "Python 3.10+ is needed, found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
-	# jsonschema imports rfc3987_syntax, where it is installed, in every process that imports nbformat: 2-3 s
-	# of building parsers for IRI formats that no notebook schema uses (python-jsonschema/jsonschema#1428).
-	# Without it jsonschema skips those two formats, and every grader, nbgrader and test process starts faster.
-	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
+	# The lock, exactly: every package at the version it names, nothing resolved anew. It leaves out
+	# rfc3987-syntax, which jsonschema imports where installed, in every process that imports nbformat:
+	# 2-3 s of building parsers for IRI formats no notebook schema uses (python-jsonschema/jsonschema#1428).
+	$(PY) -m pip install --quiet --no-deps -r requirements.txt
+	$(PY) -m pip check
 	# The course's `grader` package, for plain `nbgrader` too: a path entry (compat mode), so that a
 	# folder's own `grader` (a student distribution's) still comes first when run from there.
 	$(PY) -m pip install --quiet --no-deps --config-settings editable_mode=compat -e .
@@ -40,13 +45,16 @@ $(STAMP): requirements.txt Makefile
 env: $(STAMP)  ## create .venv with the course's packages (done automatically by the other targets)
 
 torch: $(STAMP)  ## install the optional PyTorch extra (Lesson 5) into .venv: a large download
-	$(PY) -m pip install --quiet -r requirements-torch.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-torch.txt
+	$(PY) -m pip check
 
 browser: $(STAMP)  ## install the optional browser-test extra (Playwright; Chromium comes from apt)
-	$(PY) -m pip install --quiet -r requirements-browser.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-browser.txt
+	$(PY) -m pip check
 
 scale: $(STAMP)  ## install the optional grading-at-scale extra (Dask, psycopg; the PostgreSQL server comes from apt)
-	$(PY) -m pip install --quiet -r requirements-scale.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-scale.txt
+	$(PY) -m pip check
 
 lab: $(STAMP)  ## open the lessons in JupyterLab (as root too)
 	$(PY) -m grader lab
@@ -67,6 +75,12 @@ test-fast: $(STAMP)  ## lint and the unit tests only (no kernel, no browser): th
 
 test-extras: $(STAMP)  ## only the tests that need an optional extra (torch, Playwright, Chromium, Dask, PostgreSQL)
 	$(PY) -m pytest $(PYTEST_PARALLEL) -m extra
+
+upgrade: $(STAMP)  ## re-resolve the locks from requirements*.in to the newest releases (before a term; then make test-all)
+	$(LOCK) --upgrade --unsafe-package rfc3987-syntax --output-file requirements.txt requirements.in
+	for extra in torch browser scale; do $(LOCK) --upgrade --output-file requirements-$$extra.txt requirements-$$extra.in; done
+	rm -rf $(VENV)
+	$(MAKE) env
 
 lint: $(STAMP)  ## ruff over the course's Python code
 	$(PY) -m ruff check .

@@ -2,6 +2,10 @@
 
 - Tiers: a test under tests/unit starts no kernel (marker `unit`); tests/integration and the nbval
   cells of solutions/ start kernels (`kernel`); tests/e2e drives a browser (`browser`).
+- Suites: `make test` runs every test but the exhaustive ones, `make test-all` runs them all. A test
+  is exhaustive when it carries a marker that says why (EXHAUSTIVE): it checks one more case of a
+  kind that `make test` already checks once, it proves that another route reaches the same verdicts,
+  or it drives a real browser. Such tests get the marker `exhaustive` here, which `make test` deselects.
 - Optional extras (grader.course.EXTRAS): a test that needs one is marked `extra` and, where the
   extra is missing, skipped with its name and install command; the run ends with one line that
   counts the skips per missing extra. A lesson's tests need the extras of grader.course.LESSON_EXTRAS
@@ -28,13 +32,24 @@ from grader.course import EXTRAS, LESSON_EXTRAS, REPO, SOLUTIONS, lesson_ids
 from grader.grading.phases import PHASES
 
 TIERS = {"unit": "unit", "integration": "kernel", "e2e": "browser"}
+# Why a test is in `make test-all` only: marker -> what it does that `make test` already covers once.
+EXHAUSTIVE = {
+    "more_cases": "one more case of a kind make test checks once (a fixture, cheat, attack or lesson)",
+    "same_verdicts": "another route to verdicts make test checks (plain nbgrader, full size, other CPUs, Dask, "
+                     "PostgreSQL)",
+    "browser": "drives a real browser (tests/e2e)",
+}
 _skipped_by_extra: Counter = Counter()
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "unit: starts no kernel and no browser (tests/unit)")
     config.addinivalue_line("markers", "kernel: starts Jupyter kernels (tests/integration, nbval of solutions/)")
-    config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e)")
+    for name, why in EXHAUSTIVE.items():
+        if name != "browser":
+            config.addinivalue_line("markers", f"{name}: in make test-all only: {why}")
+    config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e); in make test-all only")
+    config.addinivalue_line("markers", "exhaustive: in make test-all only (given to every test with a marker of EXHAUSTIVE)")
     config.addinivalue_line("markers", "extra: needs an optional extra (grader.course.EXTRAS)")
     config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
     if not hasattr(config, "workerinput"):  # once per run, before any xdist worker starts
@@ -99,6 +114,7 @@ def extras_of(item: pytest.Item) -> list[str]:
     return list(dict.fromkeys([*(LESSON_EXTRAS.get(lesson, ()) if lesson else ()), *named]))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's own deselection by marker (-m) reads the markers
 def pytest_collection_modifyitems(config, items):
     missing = {name: extra for name, extra in EXTRAS.items() if extra.missing()}
     for item in items:
@@ -108,6 +124,8 @@ def pytest_collection_modifyitems(config, items):
             tier = item.path.relative_to(REPO / "tests").parts[0]
             if tier in TIERS:
                 item.add_marker(getattr(pytest.mark, TIERS[tier]))
+        if any(item.get_closest_marker(name) for name in EXHAUSTIVE):
+            item.add_marker(pytest.mark.exhaustive)
         needed = extras_of(item)
         if not needed:
             continue

@@ -129,6 +129,22 @@ def variants(lesson: str) -> list[Variant]:
     return [Variant(name=name, **fields) for name, fields in spec.items()]
 
 
+def core_variants(lesson: str) -> list[Variant]:
+    """The fixtures `make test` grades of a lesson: the reference, the untouched release and one common mistake.
+
+    The mistake is the first fixture that loses some exercises' points with its locked cells intact.
+    The other fixtures are graded by `make test-all` (tests marked `more_cases`).
+    """
+    every = variants(lesson)
+    mistake = next((v for v in every if isinstance(v.lost, list) and v.lost and not v.replace and not v.delete), None)
+    return [v for v in every if v.name in ("reference", "untouched") or v is mistake]
+
+
+def core_cheat(lesson: str) -> str | None:
+    """The cheat `make test` grades of a lesson (the first of its file); the others are `more_cases`."""
+    return next(iter(cheats(lesson)), None) if lesson in cheat_lessons() else None
+
+
 def cheat_lessons() -> list[str]:
     return sorted(p.stem for p in CHEATS.glob("*.toml"))
 

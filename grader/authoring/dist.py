@@ -56,7 +56,7 @@ SHARED_MAKE_VARIABLES = ("LESSON", "NAME", "SUBMISSIONS")
 SHARED_COURSE_DEFINITIONS = ("REPO", "LESSONS", "SUBMISSIONS", "STUDENT_JUPYTER_CONFIG", "SUBMISSION_REGEXP",
                              "SUBMISSION_TIME_FORMAT", "select_lessons", "student_notebook", "submission_filename",
                              "nbgrader_config")
-# The packages of requirements.txt that students need (their lines are copied with their bounds).
+# The packages of requirements.in that students need (their lines are copied with their bounds).
 STUDENT_REQUIREMENTS = ("jupyterlab", "numpy", "matplotlib", "ipywidgets", "nbgrader", "nbformat", "nbclient")
 
 RELEASES = ".course/releases"
@@ -203,13 +203,13 @@ def load_config(folder: Path) -> Config:
 def requirements() -> str:
     """requirements.txt of the distribution: the course's lines for the packages students need."""
     lines = {}
-    for line in (REPO / "requirements.txt").read_text().splitlines():
+    for line in (REPO / "requirements.in").read_text().splitlines():
         name = re.match(r"\s*([A-Za-z0-9_.-]+)", line.split("#")[0])
         if name and name.group(1).lower() in STUDENT_REQUIREMENTS:
             lines[name.group(1).lower()] = line.strip()
     missing = [name for name in STUDENT_REQUIREMENTS if name not in lines]
     if missing:
-        raise SystemExit(f"requirements.txt no longer lists {', '.join(missing)}: update grader/authoring/dist.py")
+        raise SystemExit(f"requirements.in no longer lists {', '.join(missing)}: update grader/authoring/dist.py")
     return ("# What the lessons, `make lab`, `make check` and `make submit` need; `make` installs it into .venv.\n"
             "# nbgrader provides the Validate button and the self-check's machinery. Lower bounds are the versions\n"
             "# the course was built and tested with. The optional Lesson 5 also needs requirements-torch.txt.\n"
@@ -217,8 +217,8 @@ def requirements() -> str:
 
 
 def torch_requirements() -> str:
-    pins = [line for line in (REPO / "requirements-torch.txt").read_text().splitlines()
-            if line.split("#")[0].strip()]
+    pins = [line for line in (REPO / "requirements-torch.in").read_text().splitlines()
+            if line.split("#")[0].strip() and not line.startswith("-")]
     return ("# The optional PyTorch extra, for Lesson 5 (05-pytorch-module) only: `make torch` installs it into\n"
             "# .venv. The other lessons do without it. On Linux, PyPI's torch bundles CUDA (several GB).\n"
             + "".join(pin + "\n" for pin in pins))

@@ -7,6 +7,8 @@ for its exchange, which this course does not use: students hand in with `make su
 folder grader/jupyter/ switches those off and keeps the Validate button; it is added to
 JUPYTER_CONFIG_PATH for this server only, so the student's own Jupyter configuration is neither
 read differently nor written. (`jupyter lab` started by hand shows nbgrader's full interface.)
+The course's JupyterLab settings (grader/jupyter/lab-settings/overrides.json) turn off the
+Jupyter news feed and update check, so a fresh environment asks no question about them.
 
 Run as root (containers, cloud VMs, lab images), it passes JupyterLab's `--allow-root` and says so.
 """
@@ -20,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG
+
+LAB_SETTINGS = STUDENT_JUPYTER_CONFIG / "lab-settings"  # JupyterLab's app settings: overrides.json
 
 
 def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -43,8 +47,8 @@ def command(*, root_dir: Path = LESSONS, jupyter_args: Sequence[str] = (), as_ro
     if as_root is None:
         as_root = hasattr(os, "geteuid") and os.geteuid() == 0
     root = ["--allow-root"] if as_root and "--allow-root" not in jupyter_args else []
-    return [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={Path(root_dir).resolve()}", *root,
-            *jupyter_args]
+    return [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={Path(root_dir).resolve()}",
+            f"--LabApp.app_settings_dir={LAB_SETTINGS}", *root, *jupyter_args]
 
 
 def main(*, root_dir: Path = LESSONS, jupyter_args: Sequence[str] = ()) -> None:

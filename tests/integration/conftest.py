@@ -1,7 +1,9 @@
 """The kernel tier's shared fixtures: one temporary course, and one parallel grading batch.
 
-`graded` grades every fixture submission (tests/fixtures/<lesson>/submissions.toml) and every cheat
-(tests/fixtures/cheats/<lesson>.toml) of every lesson in one batch, with the course's own grader
+`graded` grades fixture submissions (tests/fixtures/<lesson>/submissions.toml) and cheats
+(tests/fixtures/cheats/<lesson>.toml) of every lesson in one batch: under `make test` each lesson's
+core four (the reference, the untouched release, one common mistake, one cheat), and all of them
+when the session runs any exhaustive test (`make test-all`). It grades with the course's own grader
 (grader.grading.supervisor, one more at a time than there are cores), once per test session; the round trip
 and the cheat suite both read it. Under xdist (`--dist loadscope`: each module, and each notebook's
 nbval cells, on one worker) both are built once for all workers: the first worker that needs one
@@ -24,7 +26,7 @@ import pytest
 from grader.course import lesson_ids, missing_extras
 from grader.grading.supervisor import supervise
 from grader.grading.worker import Job, Result
-from tests.support import Course, build, cheat_lessons, cheats, make_course, variants
+from tests.support import Course, build, cheat_lessons, cheats, core_cheat, core_variants, make_course, variants
 
 CELL_TIMEOUT = 30  # seconds per cell, as in grading (Lesson 10's memory case needs them on a loaded machine)
 LOOP, LOOP_TIMEOUT = "infinite-loop", 10  # the fixture that burns its cell's time limit, and a shorter limit for it
@@ -69,16 +71,20 @@ class Graded:
         return nbformat.read(self.course.layout.autograded_notebook(student, lesson), as_version=4)
 
 
-def batch_submissions(course: Course) -> dict[str, dict[str, nbformat.NotebookNode]]:
-    """lesson -> student -> notebook: every fixture and cheat of every lesson whose extras are here."""
+def batch_submissions(course: Course, every: bool = True) -> dict[str, dict[str, nbformat.NotebookNode]]:
+    """lesson -> student -> notebook: the fixtures and cheats of every lesson whose extras are here.
+
+    `every` False: only each lesson's core fixtures and cheat (tests.support.core_variants, core_cheat).
+    """
     batch = {}
     for lesson in lesson_ids():
         if missing_extras(lesson):
             continue
         release = course.release(lesson)
-        students = {v.name: build(lesson, release, v) for v in variants(lesson)}
+        students = {v.name: build(lesson, release, v) for v in (variants if every else core_variants)(lesson)}
         if lesson in cheat_lessons():
-            cheated = {name: build(lesson, release, v) for name, (v, _) in cheats(lesson).items()}
+            chosen = cheats(lesson) if every else {core_cheat(lesson): cheats(lesson)[core_cheat(lesson)]}
+            cheated = {name: build(lesson, release, v) for name, (v, _) in chosen.items()}
             assert not set(cheated) & set(students), f"{lesson}: a cheat has a fixture's name"
             students |= cheated
         batch[lesson] = students
@@ -86,12 +92,14 @@ def batch_submissions(course: Course) -> dict[str, dict[str, nbformat.NotebookNo
 
 
 @pytest.fixture(scope="session")
-def graded(course, shared) -> Graded:
-    return once(shared, "graded", lambda folder: grade_batch(course, folder))
+def graded(request, course, shared) -> Graded:
+    # Every xdist worker collects and selects the same tests, so each one decides alike.
+    every = any(item.get_closest_marker("exhaustive") for item in request.session.items)
+    return once(shared, "graded", lambda folder: grade_batch(course, folder, every))
 
 
-def grade_batch(course: Course, folder: Path) -> Graded:
-    batch = batch_submissions(course)
+def grade_batch(course: Course, folder: Path, every: bool = True) -> Graded:
+    batch = batch_submissions(course, every)
     for lesson, students in batch.items():
         course.submit(lesson, students)
     # Interleaved across lessons, longest lessons first, so that both workers stay busy to the end.

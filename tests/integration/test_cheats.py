@@ -16,17 +16,20 @@ that need no kernel are tested in tests/unit/test_trusted_checks.py.
 from __future__ import annotations
 
 import nbformat
+import pytest
 
 from grader import notebook
 from grader.course import reference_notebook, student_notebook
 from grader.trusted import wire
-from tests.support import cheat_lessons, cheats, expected_scores, points_of
+from tests.support import cheat_lessons, cheats, core_cheat, expected_scores, points_of
 
 
 def pytest_generate_tests(metafunc):
     if "cheat" in metafunc.fixturenames:
-        cases = [(lesson, name) for lesson in cheat_lessons() for name in cheats(lesson)]
-        metafunc.parametrize(("cheat_lesson", "cheat"), cases, ids=[f"{lesson}-{name}" for lesson, name in cases])
+        cases = [pytest.param(lesson, name, id=f"{lesson}-{name}",
+                              marks=() if name == core_cheat(lesson) else pytest.mark.more_cases)
+                 for lesson in cheat_lessons() for name in cheats(lesson)]
+        metafunc.parametrize(("cheat_lesson", "cheat"), cases)
 
 
 def test_every_lesson_has_cheats(lesson):

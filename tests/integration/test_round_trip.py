@@ -7,11 +7,21 @@ must agree with it: a few fixtures of one lesson are graded both ways.
 
 from __future__ import annotations
 
+import pytest
 import tomllib
 from nbgrader.api import Gradebook, MissingEntry
 
 from grader.course import lesson_ids, student_notebook
-from tests.support import FIXTURES, batch_scores, build, build_notebook, expected_scores, make_course, variants
+from tests.support import (
+    FIXTURES,
+    batch_scores,
+    build,
+    build_notebook,
+    core_variants,
+    expected_scores,
+    make_course,
+    variants,
+)
 
 AGREEMENT_LESSON = "03-parallel-heads"
 BATCH = tomllib.loads((FIXTURES / "grading" / "batch.toml").read_text())
@@ -19,8 +29,10 @@ BATCH = tomllib.loads((FIXTURES / "grading" / "batch.toml").read_text())
 
 def pytest_generate_tests(metafunc):
     if "variant" in metafunc.fixturenames:
-        cases = [(lesson, v) for lesson in lesson_ids() for v in variants(lesson)]
-        metafunc.parametrize(("lesson_id", "variant"), cases, ids=[f"{lesson}-{v.name}" for lesson, v in cases])
+        cases = [pytest.param(lesson, v, id=f"{lesson}-{v.name}",
+                              marks=() if v in core_variants(lesson) else pytest.mark.more_cases)
+                 for lesson in lesson_ids() for v in variants(lesson)]
+        metafunc.parametrize(("lesson_id", "variant"), cases)
 
 
 def test_every_lesson_has_round_trip_fixtures(lesson):
@@ -36,11 +48,11 @@ def test_fixture_submission_scores_exactly_as_expected(graded, lesson_id, varian
     assert not any(flag.name == "manual-grade" for flag in result.flags), "no autograded cell should need manual grade"
 
 
+@pytest.mark.same_verdicts
 def test_plain_nbgrader_autograde_agrees_with_the_course_grader(graded, tmp_path):
     """An instructor's own `nbgrader autograde` gives the same scores as `python -m grader autograde`,
     and refuses what it refuses: fixtures of the round trip, and damaged notebooks of the batch table."""
-    chosen = [v for v in variants(AGREEMENT_LESSON) if v.name == "reference" or v.name == "untouched"
-              or (isinstance(v.lost, list) and v.lost and not v.replace and not v.delete)][:3]
+    chosen = core_variants(AGREEMENT_LESSON)
     damaged = {name: BATCH[name] for name in ("stray_grade_cell", "metadata_without_id", "edited_test_metadata",
                                               "stripped_plus_a_cell")}
     course = make_course(tmp_path / "stock", lessons=[AGREEMENT_LESSON])

@@ -1,47 +1,146 @@
-"""The environment files agree, and the running environment is the one they describe."""
+"""The environment files agree, every import is declared, and the running environment is the lock's."""
 
+import ast
 import os
 import re
-from importlib.metadata import PackageNotFoundError, version
+import sys
+from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[2]
+EXTRAS = ("torch", "browser", "scale")
+DECLARED = ["requirements.in", *(f"requirements-{extra}.in" for extra in EXTRAS)]
+LOCKS = ["requirements.txt", *(f"requirements-{extra}.txt" for extra in EXTRAS)]
+CODE = ["grader", "tests", "benchmarks", "conftest.py"]  # the course's own Python code, lessons aside
+# Modules a lesson writes itself with %%writefile (Lesson 5's config.py and attention.py).
+LESSON_MODULES = {"config", "attention"}
 
 
-def requirements() -> list[Requirement]:
-    lines = (REPO / "requirements.txt").read_text().splitlines()
-    return [Requirement(line.split("#")[0]) for line in lines if line.split("#")[0].strip()]
+def requirement_lines(name: str) -> list[str]:
+    """The requirement lines of a requirements file, comments and pip options (-c, -r) left out."""
+    lines = (line.split("#")[0].strip() for line in (REPO / name).read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("-")]
 
 
-def test_environment_yml_takes_its_pip_packages_from_requirements_txt():
+def declared(name: str) -> list[Requirement]:
+    return [Requirement(line) for line in requirement_lines(name)]
+
+
+def locked(name: str) -> dict[str, str]:
+    """canonical package name -> the exact version the lock names."""
+    pins = {}
+    for line in requirement_lines(name):
+        req = Requirement(line)
+        [spec] = req.specifier
+        assert spec.operator == "==", f"{name}: {line} is not an exact pin; run `make upgrade`"
+        pins[canonicalize_name(req.name)] = spec.version
+    return pins
+
+
+def test_environment_yml_installs_the_lock():
     text = (REPO / "environment.yml").read_text()
     assert re.search(r"^\s*-\s*python=3\.11\s*$", text, re.M), "environment.yml must pin python=3.11"
     pip_entries = re.findall(r"^\s{6}-\s*(.+?)\s*$", text, re.M)
     assert pip_entries == ["-r requirements.txt"], (
-        f"environment.yml's pip section must be exactly '-r requirements.txt', found {pip_entries}")
+        f"environment.yml's pip section must be exactly '-r requirements.txt' (the lock), found {pip_entries}")
     conda_packages = re.findall(r"^\s{2}-\s*([A-Za-z0-9_.-]+)", text, re.M)
-    duplicated = {r.name.lower() for r in requirements()} & {p.split("=")[0].lower() for p in conda_packages}
+    conda = {canonicalize_name(p.split("=")[0]) for p in conda_packages} - {"pip"}  # pip installs the lock
+    duplicated = set(locked("requirements.txt")) & conda
     assert not duplicated, f"installed by both conda and requirements.txt: {duplicated}"
 
 
-def test_every_requirement_is_installed_at_an_allowed_version():
+@pytest.mark.parametrize(("source", "lock"), list(zip(DECLARED, LOCKS, strict=True)))
+def test_every_declared_package_is_locked_within_its_bounds(source, lock):
+    pins = locked(lock)
+    problems = [f"{req} is locked at {pins.get(canonicalize_name(req.name))}" for req in declared(source)
+                if not req.specifier.contains(pins.get(canonicalize_name(req.name), "0"), prereleases=True)]
+    assert not problems, f"{lock} does not satisfy {source}: {problems}; run `make upgrade`"
+
+
+@pytest.mark.parametrize("lock", LOCKS[1:])
+def test_the_extras_agree_with_the_course_lock(lock):
+    base = locked("requirements.txt")
+    differ = {name: (pin, base[name]) for name, pin in locked(lock).items() if name in base and base[name] != pin}
+    assert not differ, f"{lock} pins these otherwise than requirements.txt: {differ}"
+
+
+def test_every_declared_package_has_a_lower_bound():
+    unbounded = [r.name for source in DECLARED for r in declared(source)
+                 if not any(s.operator in (">=", "==", "~=") for s in r.specifier)]
+    assert not unbounded, f"give these a lower bound: {unbounded}"
+
+
+def test_the_installed_packages_are_the_locked_versions():
+    """The course's lock, and each extra's lock where that extra is installed, exactly."""
     problems = []
-    for req in requirements():
-        try:
-            installed = version(req.name)
-        except PackageNotFoundError:
-            problems.append(f"{req.name} is not installed")
+    for lock in LOCKS:
+        pins = locked(lock)
+        extra_here = lock == "requirements.txt" or all(_installed(name) for name in declared_names(lock))
+        for name, pin in pins.items() if extra_here else ():
+            installed = _installed(name)
+            if installed is None:
+                problems.append(f"{name} is not installed")
+            elif canonical_version(installed) != canonical_version(pin):
+                problems.append(f"{name} {installed} is installed, {lock} locks {pin}")
+    assert not problems, "; ".join(problems) + " (run `make clean env`)"
+
+
+def declared_names(lock: str) -> list[str]:
+    return [r.name for r in declared(lock.replace(".txt", ".in"))]
+
+
+def canonical_version(text: str) -> str:
+    return text.split("+")[0]  # 2.13.0+cpu is the 2.13.0 a lock names either way
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def imported_modules() -> dict[str, set[str]]:
+    """top-level third-party module -> the files of the course's code that import it."""
+    found: dict[str, set[str]] = {}
+    for root in CODE:
+        path = REPO / root
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            for node in ast.walk(ast.parse(file.read_text(), str(file))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                for top in {name.split(".")[0] for name in names}:
+                    if top not in sys.stdlib_module_names and top not in {"grader", "tests", "benchmarks", "__future__"}:
+                        found.setdefault(top, set()).add(str(file.relative_to(REPO)))
+    return found
+
+
+def test_every_imported_package_is_declared():
+    """An import whose package is not declared works today only because something else pulls it in."""
+    names = {canonicalize_name(r.name) for source in DECLARED for r in declared(source)}
+    distributions = packages_distributions()
+    undeclared = {}
+    for module, files in imported_modules().items():
+        if module in LESSON_MODULES:
             continue
-        if not req.specifier.contains(installed, prereleases=True):
-            problems.append(f"{req.name} {installed} does not satisfy {req.specifier}")
-    assert not problems, "; ".join(problems)
+        # An extra that is not installed here: its module is named as its package (torch, playwright, ...).
+        candidates = distributions.get(module, [module])
+        if not any(canonicalize_name(dist) in names for dist in candidates):
+            undeclared[module] = sorted(files)[:3]
+    assert not undeclared, f"declare these packages in requirements*.in: {undeclared}"
 
 
-def test_every_requirement_has_a_lower_bound():
-    unbounded = [r.name for r in requirements() if not any(s.operator in (">=", "==", "~=") for s in r.specifier)]
-    assert not unbounded, f"give these a lower bound in requirements.txt: {unbounded}"
+def test_the_import_scan_sees_the_grader_imports():
+    # The declaration test above can fail: it sees what the grader imports.
+    assert {"nbgrader", "nbclient", "jupyter_client", "sqlalchemy", "numpy"} <= set(imported_modules())
 
 
 def test_matplotlib_backend_is_not_forced_for_kernels():
@@ -50,8 +149,9 @@ def test_matplotlib_backend_is_not_forced_for_kernels():
 
 
 def test_importing_nbformat_builds_no_iri_parsers():
-    # `make env` removes rfc3987-syntax (see the Makefile): with it, every process that imports
+    # The lock leaves rfc3987-syntax out (see the Makefile): with it, every process that imports
     # nbformat (each grader, nbgrader and test process) spends 2-3 s building parsers at import.
     import importlib.util
 
+    assert "rfc3987-syntax" not in locked("requirements.txt")
     assert importlib.util.find_spec("rfc3987_syntax") is None, "run `make clean env`, or pip uninstall rfc3987-syntax"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG
 from grader.student import lab
@@ -26,3 +27,21 @@ def test_the_student_configuration_comes_first_and_no_figure_backend_is_forced()
     env = lab.environment({"JUPYTER_CONFIG_PATH": "/elsewhere", "MPLBACKEND": "Agg"})
     assert env["JUPYTER_CONFIG_PATH"].split(":") == [str(STUDENT_JUPYTER_CONFIG), "/elsewhere"]
     assert "MPLBACKEND" not in env
+
+
+def test_the_course_settings_turn_the_news_question_off():
+    """A fresh JupyterLab asks whether to fetch Jupyter news; the course's settings answer "never"."""
+    import json
+
+    import jupyterlab
+
+    assert f"--LabApp.app_settings_dir={lab.LAB_SETTINGS}" in lab.command()
+    overrides = json.loads((lab.LAB_SETTINGS / "overrides.json").read_text())
+    schemas = Path(jupyterlab.__file__).parent / "schemas"
+    for plugin, values in overrides.items():
+        package, name = plugin.split(":")
+        schema = json.loads((schemas / package / f"{name}.json").read_text())["properties"]
+        for key, value in values.items():
+            allowed = [choice["const"] for choice in schema[key].get("oneOf", [])] or [True, False]
+            assert value in allowed, f"{plugin} {key}: {value!r} is not one of {allowed}"
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
