@@ -49,7 +49,7 @@ def pytest_configure(config):
         if name != "browser":
             config.addinivalue_line("markers", f"{name}: in make test-all only: {why}")
     config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e); in make test-all only")
-    config.addinivalue_line("markers", "exhaustive: in make test-all only (given to every test with a marker of EXHAUSTIVE)")
+    config.addinivalue_line("markers", "exhaustive: in make test-all only (any test with a marker of EXHAUSTIVE)")
     config.addinivalue_line("markers", "extra: needs an optional extra (grader.course.EXTRAS)")
     config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
     if not hasattr(config, "workerinput"):  # once per run, before any xdist worker starts

@@ -18,6 +18,7 @@ LOCKS = ["requirements.txt", *(f"requirements-{extra}.txt" for extra in EXTRAS)]
 CODE = ["grader", "tests", "benchmarks", "conftest.py"]  # the course's own Python code, lessons aside
 # Modules a lesson writes itself with %%writefile (Lesson 5's config.py and attention.py).
 LESSON_MODULES = {"config", "attention"}
+OWN = {"grader", "tests", "benchmarks", "__future__"}
 
 
 def requirement_lines(name: str) -> list[str]:
@@ -118,7 +119,7 @@ def imported_modules() -> dict[str, set[str]]:
                 else:
                     continue
                 for top in {name.split(".")[0] for name in names}:
-                    if top not in sys.stdlib_module_names and top not in {"grader", "tests", "benchmarks", "__future__"}:
+                    if top not in sys.stdlib_module_names and top not in OWN:
                         found.setdefault(top, set()).add(str(file.relative_to(REPO)))
     return found
 
