@@ -1,4 +1,8 @@
-"""Fixtures for every tier: the `lesson` parameter, and a registry of kernel templates of a test's own."""
+"""Fixtures for every tier: the `lesson` parameter, and a registry of kernel templates of a test's own.
+
+A test that takes `lesson` runs once per lesson. Marked `core_lessons(id, ...)`, it runs for the
+lessons named under `make test`, and for the others only under `make test-all` (`more_cases`).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,16 @@ from grader.course import lesson_ids
 from grader.sandbox import template
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "core_lessons(*ids): with a `lesson` parameter, the lessons make test runs")
+
+
 def pytest_generate_tests(metafunc):
     if "lesson" in metafunc.fixturenames:
-        metafunc.parametrize("lesson", lesson_ids())
+        core = metafunc.definition.get_closest_marker("core_lessons")
+        metafunc.parametrize("lesson", [
+            pytest.param(lesson, marks=() if core is None or lesson in core.args else pytest.mark.more_cases)
+            for lesson in lesson_ids()])
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ from grader.grading.triage import FLAGS
 from grader.grading.worker import Job, grade
 from tests.support import FIXTURES, Course, batch_scores, build_notebook, exercise, make_course, points_of, secret_lines
 
+pytestmark = pytest.mark.more_cases  # every row of what a batch survives; make test grades one batch
+
 LESSON = "03-parallel-heads"  # the model lesson; the grader itself is lesson-generic
 SPEC = FIXTURES / "grading" / "batch.toml"
 CASES = tomllib.loads(SPEC.read_text())

@@ -28,6 +28,8 @@ from grader.grading.supervisor import supervise
 from grader.grading.worker import Job, Result
 from tests.support import Course, build, mistake, variants
 
+pytestmark = pytest.mark.same_verdicts  # the same verdicts at full size
+
 
 def graded_both_ways(lesson: str) -> list[str]:
     """The fixtures graded without the shortcuts: the reference answers and the first common mistake."""

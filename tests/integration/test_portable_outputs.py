@@ -22,6 +22,8 @@ from nbval.plugin import coalesce_streams, get_sanitize_patterns
 
 from grader.course import REPO, reference_notebook
 
+pytestmark = pytest.mark.same_verdicts  # the same outputs on other CPU code paths
+
 IGNORED = "NBVAL_IGNORE_OUTPUT"
 
 

@@ -34,6 +34,8 @@ from grader.grading import shared_sql
 from grader.grading.batch import main as autograde
 from tests.support import Course, build, expected_scores, make_course, variants
 
+pytestmark = pytest.mark.same_verdicts  # the same scores on a Dask cluster and in PostgreSQL
+
 LESSON = "03-parallel-heads"
 # student id -> the fixture of submissions.toml handed in (ids have no hyphen: grader.grading.collect)
 STUDENTS = {"reference": "reference", "not_scaled": "mistake-scores-not-scaled",

@@ -53,6 +53,7 @@ def run_cli(*args: str, capsys) -> tuple[int, str]:
     return exit_info.value.code, capsys.readouterr().out
 
 
+@pytest.mark.core_lessons("03-parallel-heads")
 def test_reference_answers_pass_with_the_honest_verdict(lesson, tmp_path, capsys):
     path = notebook_for(lesson, {}, tmp_path)  # every answer the reference one
     code, out = run_cli(lesson, "--notebook", str(path), "--timeout", "60", capsys=capsys)
@@ -62,7 +63,8 @@ def test_reference_answers_pass_with_the_honest_verdict(lesson, tmp_path, capsys
     assert "all tests passed" not in out.lower() and "success" not in out.lower(), out
 
 
-@pytest.mark.parametrize(("lesson_id", "name", "spec"), expectations(), ids=[f"{a}-{b}" for a, b, _ in expectations()])
+@pytest.mark.parametrize(("lesson_id", "name", "spec"), [
+    pytest.param(*case, id=f"{case[0]}-{case[1]}", marks=pytest.mark.more_cases) for case in expectations()])
 def test_self_check_reports_each_exercise_as_the_fixture_says(lesson_id, name, spec, tmp_path):
     path = notebook_for(lesson_id, spec, tmp_path)
     [check] = selfcheck.main(lessons=[lesson_id], notebook=path, timeout=CELL_TIMEOUT, quiet=True)
