@@ -1,4 +1,4 @@
-# Attention from Scratch. `make lab` to learn, `make test` to check everything; see README.md.
+# Attention from Scratch. `make lab` to learn, `make test` for the everyday checks; see README.md.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python

@@ -1,1 +1,1 @@
-"""Performance measurements of the course tooling, run by hand (see README, Grading)."""
+"""Performance measurements of the course tooling, run by hand (see docs/benchmarks.md)."""

@@ -130,7 +130,7 @@ EXTRAS = {
     "torch": Extra("torch", "make torch", modules=("torch",)),
     "playwright": Extra("playwright", "make browser", modules=("playwright.sync_api",)),
     "chromium": Extra("chromium", "apt-get install chromium", program="chromium", env="CHROMIUM"),
-    # Grading at scale (README, "More cores, more machines"): a Dask cluster's executor, and a
+    # Grading at scale (docs/scale.md): a Dask cluster's executor, and a
     # PostgreSQL gradebook. Debian keeps PostgreSQL's server programs off PATH, in
     # /usr/lib/postgresql/<version>/bin; PG_CTL=/path/to/pg_ctl picks another installation.
     "dask": Extra("dask", "make scale", modules=("distributed",)),

@@ -45,7 +45,7 @@ c.Execute.shutdown_kernel = "immediate"
 # Tracebacks show the exception and its message, not the source lines of (hidden) tests; no kernel
 # reads or writes IPython's history file.
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal", "--HistoryManager.hist_file=:memory:"]
-# ---- the sandbox and its limits, per submission (README, "What the grader trusts")
+# ---- the sandbox and its limits, per submission (docs/trust.md)
 c.GuardedExecute.sandbox = True  # `--unsafe-no-sandbox` turns it off, and every result then says so
 c.GuardedExecute.memory_limit = 4 * 1024**3  # bytes of address space per process; NumPy reserves ~1 GiB at start
 c.GuardedExecute.tree_memory_limit = 3 * 1024**3  # bytes of resident memory of the whole process tree

@@ -211,7 +211,7 @@ def test_a_postgresql_gradebook_gives_the_same_scores_as_sqlite(baseline, postgr
 
 @pytest.mark.needs("dask", "postgres")
 def test_a_dask_cluster_grades_into_a_postgresql_gradebook(baseline, cluster, postgres_course):
-    """The multi-machine setup of the README, on one machine: the cluster's workers write to PostgreSQL."""
+    """The multi-machine setup of docs/scale.md, on one machine: the cluster's workers write to PostgreSQL."""
     # Whatever an earlier test graded goes first, so that only this run can have written the scores.
     with Gradebook(postgres_course.db_url, postgres_course.course_id) as gradebook:
         for student in STUDENTS:

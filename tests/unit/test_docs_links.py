@@ -1,0 +1,63 @@
+"""Every relative link of the README and docs/ reaches a file, and every #anchor a heading of it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    found, seen = set(), {}
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*$", FENCE.sub("", path.read_text()), re.M):
+        base = slug(heading)
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def broken_links(path: Path) -> list[str]:
+    """The links of a Markdown file that lead nowhere, each as `target: why`."""
+    broken = []
+    for target in LINK.findall(FENCE.sub("", path.read_text())):
+        if re.match(r"[a-z]+:", target):  # https:, mailto: ... are not checked here
+            continue
+        file, _, anchor = target.partition("#")
+        goal = (path.parent / file).resolve() if file else path
+        if not goal.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and goal.suffix == ".md" and anchor not in anchors(goal):
+            broken.append(f"{target}: no heading #{anchor} in {goal.name}")
+    return broken
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
+def test_every_link_leads_somewhere(document):
+    assert not broken_links(document), broken_links(document)
+
+
+def test_every_document_in_docs_is_linked_from_the_readme():
+    linked = {(REPO / target.partition("#")[0]).resolve() for target in LINK.findall((REPO / "README.md").read_text())}
+    assert not [path.name for path in DOCUMENTS[1:] if path.resolve() not in linked]
+
+
+def test_a_broken_link_and_a_missing_anchor_are_found(tmp_path):
+    (tmp_path / "other.md").write_text("# A heading: with `code`\n\n## Twice\n\n## Twice\n")
+    page = tmp_path / "page.md"
+    page.write_text("[ok](other.md#a-heading-with-code) [ok](other.md#twice-1) [ok](#here)\n# Here\n"
+                    "[gone](missing.md) [no anchor](other.md#nowhere) ![image](ignored.png)\n"
+                    "```\n[in code](not-checked.md)\n```\n")
+    assert broken_links(page) == ["missing.md: no such file", "other.md#nowhere: no heading #nowhere in other.md"]
