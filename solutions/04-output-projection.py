@@ -407,8 +407,8 @@ def fold_into_wv(Wv, Wo_blockdiag, h):
     if np.any(off_diagonal != 0):
         raise ValueError("W_o has nonzero weights outside its diagonal blocks: it does not fold into W_v")
     blocks = grid[np.arange(h), :, np.arange(h), :]  # (h, hs, hs): B_i
-    Wv_heads = Wv.reshape(C, h, hs)  # (C, C) -> (C, h, hs): Wv_heads[:, i] is W_v^(i)
-    return np.einsum("cia,iab->cib", Wv_heads, blocks).reshape(C, C)  # W_v^(i) B_i: (C, h, hs) -> (C, C)
+    value_columns = Wv.reshape(C, h, hs)  # (C, C) -> (C, h, hs): [:, i] holds head i's columns
+    return np.einsum("cia,iab->cib", value_columns, blocks).reshape(C, C)  # W_v^(i) B_i: (C, h, hs) -> (C, C)
     ### END SOLUTION
 
 
@@ -416,7 +416,7 @@ def fold_into_wv(Wv, Wo_blockdiag, h):
 def check_fold_into_wv(C, h, seed):
     """Visible check: the layer run both ways, and the likely mistakes named."""
     hs = C // h
-    rng_ = np.random.default_rng(seed)
+    rng_ = np.random.default_rng(seed=seed)
     X_, Wq_, Wk_, Wv_ = rng_.standard_normal((2, 5, C)), *(rng_.standard_normal((C, C)) * 0.3 for _ in range(3))
     in_block = np.arange(C)[:, None] // hs == np.arange(C)[None, :] // hs  # (C, C): True inside a diagonal block
     Wo_ = np.where(in_block, rng_.standard_normal((C, C)), 0.0)  # block-diagonal, (C, C)

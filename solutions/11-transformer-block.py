@@ -463,7 +463,7 @@ def _numerical(f, x, eps=1e-6):
 
 def check_layer_norm_backward(shape, seed):
     """Visible check: the three gradients against central differences of the forward pass."""
-    rng_ = np.random.default_rng(seed)
+    rng_ = np.random.default_rng(seed=seed)
     x_ = rng_.standard_normal(shape) * 2 + 1
     gamma, beta, dout = 1 + rng_.standard_normal(shape[-1]), rng_.standard_normal(shape[-1]), rng_.standard_normal(shape)
     copies = x_.copy(), gamma.copy(), dout.copy()
@@ -686,7 +686,7 @@ def _call_with_known_good(function, *args):
 
 def check_transformer_block(C_, h_, seed):
     """Visible checks: properties of a pre-norm block, none of which needs a working block to compute."""
-    rng_ = np.random.default_rng(seed)
+    rng_ = np.random.default_rng(seed=seed)
     x_ = rng_.standard_normal((2, 5, C_))
     p = init_block_params(C_, rng_, random_affine=True)
     copies = x_.copy(), {k: v.copy() for k, v in p.items()}
@@ -908,7 +908,7 @@ plt.show()
 # %%
 smallest = []
 for seed in range(10):
-    rng_s = np.random.default_rng(seed)
+    rng_s = np.random.default_rng(seed=seed)
     x_s = rng_s.standard_normal((B, T, C))
     p_s = init_block_params(C, rng_s)
     concat_s = multi_head_attention_forward(layer_norm(x_s, p_s["ln1_gamma"], p_s["ln1_beta"]), p_s["Wq"], p_s["Wk"],
@@ -1047,7 +1047,7 @@ for pre_norm, kind in [(True, "pre-norm"), (False, "post-norm")]:
     for depth in depths:
         rows = []
         for seed in seeds:
-            rng_d = np.random.default_rng(seed)
+            rng_d = np.random.default_rng(seed=seed)
             x_d = rng_d.standard_normal((B, T, C))
             blocks = [init_block_params(C, rng_d) for _ in range(depth)]
             g = rng_d.standard_normal((B, T, C))

@@ -66,9 +66,8 @@ def same_layer_output(expected, got):
     """The layer with the student's W_v and W_o = I gives the block-diagonal layer's output on fresh inputs."""
     if isinstance(expected, Raised) or isinstance(got, Raised):
         return Same()(expected, got)
-    problem = Same(rtol=np.inf, atol=np.inf)(np.asarray(expected), got)  # a (C, C) array of numbers, any values
-    if problem is not None:
-        return problem
+    if not isinstance(got, np.ndarray) or got.dtype.kind not in "iuf" or got.shape != expected.shape:
+        return Same()(np.asarray(expected), got)  # names the wrong type or shape
     Wv, Wo, h = expected.inputs
     C = Wv.shape[0]
     draw = np.random.default_rng(abs(hash((C, h, float(Wv.sum()), float(Wo.sum())))) % 2**32)
@@ -97,7 +96,7 @@ def fold_into_wv_cases(rng):
     Wo[0, 11] = 0.25  # one weight from head 0's rows into the last head's columns
     yield call(rng.standard_normal((12, 12)), Wo, 3).raises(ValueError)
     Wo = _block_diagonal(rng, 12, 4)
-    Wo[5, 3] = -1.0  # head 1's row, head 0's column: just below the diagonal blocks
+    Wo[3, 2] = -1.0  # head 1's first row, head 0's last column: just below the diagonal blocks
     yield call(rng.standard_normal((12, 12)), Wo, 4).raises(ValueError)
 
 
