@@ -322,8 +322,8 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 
 # %% [markdown]
 # On the lesson's stream, every position of the output has mean 0 and variance 1 before $\gamma$
-# and $\beta$, however large the input was. Adding a constant to a position, or multiplying it by a
-# positive number, changes nothing:
+# and $\beta$. Adding a constant to a position, or multiplying it by a positive number, changes
+# nothing but the tiny effect of $\varepsilon$:
 
 # %%
 ones, zeros = np.ones(C), np.zeros(C)
@@ -388,8 +388,11 @@ def layer_norm_jacobian(x_row, eps=1e-5):
 
 x_small = np.random.default_rng(3).standard_normal(8) * 2.0  # one position, C = 8
 J, x_hat_small = layer_norm_jacobian(x_small)
+sigma_small = np.sqrt(x_small.var() + 1e-5)
 print("J:", J.shape, "| J @ ones = 0:", np.allclose(J @ np.ones(8), 0, atol=1e-12),
       "| J @ x_hat = 0 (to 1e-5):", np.allclose(J @ x_hat_small, 0, atol=1e-5), "| J symmetric:", np.allclose(J, J.T))
+print(f"(1 - 1/C) / sigma = {(1 - 1 / 8) / sigma_small:.3f}, -1 / (C sigma) = {-1 / (8 * sigma_small):.3f}; "
+      f"diagonal from {np.diag(J).min():.3f} to {np.diag(J).max():.3f}")
 
 fig, ax = plt.subplots(figsize=(6.2, 5.2), constrained_layout=True)
 limit = np.abs(J).max()
@@ -406,9 +409,10 @@ fig.colorbar(image, ax=ax, label="d x_hat_i / d x_j")
 plt.show()
 
 # %% [markdown]
-# *Figure: the diagonal holds the largest entries, about $(1 - 1/C)/\sigma$ less a term for the
-# feature's own size; every off-diagonal entry is negative or positive depending on the signs of
-# $\hat{x}_i \hat{x}_j$. No entry is zero: every output feature depends on every input feature.*
+# *Figure: the diagonal holds the largest entries, at most $(1 - 1/C)/\sigma$ and smaller for the
+# features far from the mean (the $\hat{x}_i^2$ term). Off the diagonal, most entries sit near
+# $-1/(C\sigma)$; where both features are far from the mean, $\hat{x}_i \hat{x}_j / (C\sigma)$ moves
+# them up or down. Each output feature depends on the other input features, not only on its own.*
 #
 # A backward pass never builds the Jacobian. Given $d y = \partial L / \partial y$ of shape `(..., C)`
 # and $g = dy \odot \gamma$, multiplying by the Jacobian collapses into two means per position:
@@ -1052,7 +1056,7 @@ for pre_norm, kind in [(True, "pre-norm"), (False, "post-norm")]:
             blocks = [init_block_params(C, rng_d) for _ in range(depth)]
             g = rng_d.standard_normal((B, T, C))
             final, grad = stack(x_d, blocks, h, mask, g, pre_norm)
-            rows.append((rms(final), rms(grad)))
+            rows.append((rms(final), rms(grad), rms(g)))
         results[kind, depth] = np.array(rows)
 
 print(f"{'depth':>5} | {'stream RMS, pre':>17} {'post':>17} | {'gradient RMS, pre':>19} {'post':>17}")
@@ -1063,7 +1067,8 @@ for depth in depths:
             values = results[kind, depth][:, column]
             cells.append(f"{np.median(values):6.2f} [{values.min():5.2f},{values.max():5.2f}]")
     print(f"{depth:>5} | {cells[0]:>17} {cells[1]:>17} | {cells[2]:>19} {cells[3]:>17}")
-print("(median over 5 seeds [smallest, largest])")
+print("(median over 5 seeds [smallest, largest]); RMS of g, the gradient arriving at the top: from "
+      f"{min(r[:, 2].min() for r in results.values()):.2f} to {max(r[:, 2].max() for r in results.values()):.2f}")
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
@@ -1092,8 +1097,8 @@ plt.show()
 # - **Pre-norm:** the stream grows with depth (median RMS 1.37 after one block, 6.13 after 32),
 #   because every block adds two updates and nothing rescales the sum. The gradient reaching the
 #   first block grows too (median 1.53 to 8.83), and in every run it is larger than the gradient $g$
-#   arriving at the top (RMS about 1): the sum $x + \dots$ hands the incoming gradient to the block
-#   below unchanged, and the two halves add to it.
+#   arriving at the top (RMS 0.94 to 1.08): the sum $x + \dots$ hands the incoming gradient to the
+#   block below unchanged, and the two halves add to it.
 # - **Post-norm:** the last LayerNorm sets the stream to RMS 1.00 at every depth. The gradient
 #   reaching the first block keeps a median near 1 (0.90 to 1.43), but its spread over the seeds
 #   widens with depth: at 16 and 32 blocks, the smallest of the five is 0.26, a quarter of the size
