@@ -25,36 +25,40 @@
 #
 # - the dense $W_o$ lets every head write to every output dimension;
 # - a block-diagonal $W_o$ is the same as no $W_o$ at all, its blocks folded into the value projection;
-# - $W_o$ adds the heads' contributions and never combines two heads into one feature: heads meet
-#   in the next layer, whose dense matrices read all of them.
+# - every output dimension of a dense $W_o$ is a linear combination of all the heads, but the
+#   combination is a sum: $W_o$ adds the heads, it never gates or multiplies one by another.
 #
-# Then you will count what $W_o$ and its three siblings cost: $4C^2$ parameters per block,
-# however many heads you slice the width into.
+# What the dense $W_o$'s reach is for only shows once the layer's output is *added* to the
+# residual stream of a transformer block, which Lesson 11 builds: between two bare attention
+# layers a dense $W_o$ folds away too. Last, you will count what $W_o$ and its three siblings
+# cost: $4C^2$ parameters per block, however many heads you slice the width into.
 #
 # **What you'll do**
 # - write `head_contributions`, the per-head terms $\text{head}_i W_o^{(i)}$ that add up to the output (graded);
 # - drop head 3 and count the output dimensions that move: with these draws, 64 of 64 with a dense
 #   $W_o$ and 16 of 64 with a block-diagonal one, at every position and for every head;
-# - fold a block-diagonal $W_o$ into $W_v$ and get the same output without any $W_o$;
-# - measure the interaction of two heads, in this layer and in the next one;
+# - write `fold_into_wv`, which folds a block-diagonal $W_o$ into $W_v$ so that the layer gives the
+#   same output without any $W_o$ (graded);
+# - fold a dense $W_o$ into the next layer's projections, and see what that fold needs;
+# - measure the interaction of two heads: in this layer's output, in the next layer's scores, and
+#   in a small MLP reading the output;
 # - count the parameters of an attention block for every head count, and check three widely
 #   quoted figures about GPT-2 small against its real parameter count.
 #
 # **What you'll learn**
 # - why the output of multi-head attention is a sum of one term per head, $\text{head}_i W_o^{(i)}$;
 # - that which output dimensions a head can reach is decided by the zeros of $W_o$;
-# - that a linear $W_o$ cannot build a feature that needs two heads at once;
+# - that a linear $W_o$ adds the heads and cannot build a feature that needs two heads at once;
 # - why the parameter budget of an attention block is $4C^2$ whatever $h$ is.
 #
 # **What you'll need**
 # - the multi-head layer of Lesson 3, and NumPy slicing, reshapes, boolean masks and `np.einsum`.
 #
-# One graded exercise sits in the lesson, where its idea is taught, and three practice exercises
-# close it. Their visible checks run as you work; hidden tests with fresh inputs run when your
+# Two graded exercises sit in the lesson, where their ideas are taught, and one practice exercise
+# closes it. Their visible checks run as you work; hidden tests with fresh inputs run when your
 # notebook is graded.
 
 # %%
-import copy
 import math
 
 import matplotlib.pyplot as plt
@@ -100,9 +104,7 @@ def multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h):
 # %% [markdown]
 # The data is Lesson 3's: $B = 2$ sequences of $T = 6$ positions, width $C = 64$, $h = 4$ heads of
 # size $hs = 16$, drawn from `np.random.default_rng(42)` in the order `X`, `Wq`, `Wk`, `Wv`, `Wo`,
-# with the projections at scale 0.2. A NumPy `Generator` is a stream: every draw continues where
-# the previous one stopped. Section 3 draws more numbers from the same stream, so the generator is
-# kept.
+# with the projections at scale 0.2.
 
 # %%
 rng = np.random.default_rng(42)
@@ -221,36 +223,14 @@ print("sum over the head axis equals the output:", np.allclose(terms_dense.sum(a
 # $$W_o^{\text{block}} = \begin{pmatrix} B_0 & 0 & 0 & 0 \\ 0 & B_1 & 0 & 0 \\ 0 & 0 & B_2 & 0 \\ 0 & 0 & 0 & B_3 \end{pmatrix},
 # \qquad B_i \in \mathbb{R}^{hs \times hs}.$$
 #
-# The four blocks are drawn from the same generator, right after $W_o$: each `(hs, hs)`, times
-# 0.2, block 0 first. A copy of the generator taken before the blocks keeps that point of the
-# stream, so the same draws can be replayed later.
+# The block-diagonal projection used here keeps $W_o$'s own diagonal blocks, $B_i$ = rows and
+# columns $i \cdot hs$ to $(i+1) \cdot hs - 1$ of $W_o$, and sets every other entry to zero.
 
 # %%
-rng_at_blocks = copy.deepcopy(rng)  # a snapshot of the stream before the blocks, to replay the draws later
-
-# Block-diagonal W_o: entry (r, c) may be nonzero only if row r and column c belong to the same head.
 head_of_dim = np.arange(C) // hs  # (C,): which head each of the C dimensions belongs to
-same_head = head_of_dim[:, None] == head_of_dim[None, :]  # (C, 1) == (1, C) -> (C, C) boolean mask
-Wo_bd = np.zeros((C, C))
-Wo_bd[same_head] = rng.standard_normal(h * hs * hs) * 0.2  # fills the True entries in row-major order
-
+same_head = head_of_dim[:, None] == head_of_dim[None, :]  # (C, 1) == (1, C) -> (C, C): True inside a diagonal block
+Wo_bd = np.where(same_head, Wo, 0.0)  # (C, C): W_o's diagonal blocks, zero elsewhere
 print("Wo_bd nonzero entries:", np.count_nonzero(Wo_bd), "= h * hs * hs =", h * hs * hs, "of", C * C)
-
-# %% [markdown]
-# The mask assignment fills the `True` entries of `same_head` in row-major order. Rows 0 to 15
-# have their `True` entries in columns 0 to 15, so the first 256 numbers fill block $B_0$ row by
-# row, the next 256 fill $B_1$, and so on: the same numbers in the same places as the usual
-# construction, a loop that draws one `(hs, hs)` block per head. The cell below runs that loop on
-# a copy of the snapshot, to confirm the two matrices are identical. (The loop is run only for
-# this comparison; the mask builds the matrix in one assignment and works for any $h$.)
-
-# %%
-replay_rng = copy.deepcopy(rng_at_blocks)  # a copy, so that the snapshot stays unused for Exercise 2
-loop_block_diag = np.zeros((C, C))
-for i in range(h):  # one block per head, drawn in order: run once to compare
-    s = slice(i * hs, (i + 1) * hs)
-    loop_block_diag[s, s] = replay_rng.standard_normal((hs, hs)) * 0.2
-print("mask construction equals the loop over blocks, number for number:", np.array_equal(Wo_bd, loop_block_diag))
 
 # %% [markdown]
 # Here are the two output projections side by side. Each row of $W_o$ is read by one dimension
@@ -400,15 +380,99 @@ plt.show()
 #
 # $W_v^{(i)} B_i$ is just another `(C, hs)` matrix. Fold each block into its head's value
 # columns, and the same layer with $W_o = I$, the identity (no output projection at all), gives
-# the same output:
+# the same output.
+#
+# ### Exercise 2: fold a block-diagonal $W_o$ into $W_v$ (3 points)
+#
+# Write `fold_into_wv(Wv, Wo_blockdiag, h)`. `Wv` is a value projection of shape `(C, C)` and
+# `Wo_blockdiag` an output projection of shape `(C, C)` that is zero outside its $h$ diagonal
+# blocks of shape `(hs, hs)`, $hs = C/h$. Return the `(C, C)` matrix `Wv_folded` such that the
+# layer with value projection `Wv_folded` and $W_o = I$ gives exactly the output of the layer with
+# `Wv` and `Wo_blockdiag`, for every input and every $W_q, W_k$. Head $i$'s columns of `Wv_folded`
+# are $W_v^{(i)} B_i$.
+#
+# The fold exists only for a block-diagonal $W_o$: if `Wo_blockdiag` has a nonzero entry outside
+# its diagonal blocks, raise `ValueError`. You can assume that $h$ divides $C$. Do not modify the
+# inputs. Your function is graded by running the layer both ways on fresh inputs.
+
+# %% nbgrader={"grade": false, "grade_id": "fold_into_wv", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fold_into_wv(Wv, Wo_blockdiag, h):
+    """W_v with each head's diagonal block of W_o folded in: Wv (C, C), Wo_blockdiag (C, C) -> (C, C)."""
+    ### BEGIN SOLUTION
+    C = Wv.shape[0]
+    hs = C // h
+    grid = Wo_blockdiag.reshape(h, hs, h, hs)  # (C, C) -> (row head, row, column head, column)
+    off_diagonal = grid.copy()
+    off_diagonal[np.arange(h), :, np.arange(h), :] = 0.0
+    if np.any(off_diagonal != 0):
+        raise ValueError("W_o has nonzero weights outside its diagonal blocks: it does not fold into W_v")
+    blocks = grid[np.arange(h), :, np.arange(h), :]  # (h, hs, hs): B_i
+    value_columns = Wv.reshape(C, h, hs)  # (C, C) -> (C, h, hs): [:, i] holds head i's columns
+    return np.einsum("cia,iab->cib", value_columns, blocks).reshape(C, C)  # W_v^(i) B_i: (C, h, hs) -> (C, C)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_fold_into_wv", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def check_fold_into_wv(C, h, seed):
+    """Visible check: the layer run both ways, and the likely mistakes named."""
+    hs = C // h
+    rng_ = np.random.default_rng(seed=seed)
+    X_, Wq_, Wk_, Wv_ = rng_.standard_normal((2, 5, C)), *(rng_.standard_normal((C, C)) * 0.3 for _ in range(3))
+    in_block = np.arange(C)[:, None] // hs == np.arange(C)[None, :] // hs  # (C, C): True inside a diagonal block
+    Wo_ = np.where(in_block, rng_.standard_normal((C, C)), 0.0)  # block-diagonal, (C, C)
+    copies = Wv_.copy(), Wo_.copy()
+    got = fold_into_wv(Wv_, Wo_, h)
+    assert np.array_equal(Wv_, copies[0]) and np.array_equal(Wo_, copies[1]), "fold_into_wv modified its inputs"
+    assert isinstance(got, np.ndarray) and got.shape == (C, C), f"return a (C, C) = {(C, C)} array, got {np.shape(got)}"
+    with_blocks, _ = multi_head_attention_forward(X_, Wq_, Wk_, Wv_, Wo_, h)
+    folded, _ = multi_head_attention_forward(X_, Wq_, Wk_, got, np.eye(C), h)  # W_o = I
+    if np.allclose(folded, with_blocks):
+        return
+    if np.allclose(got, Wo_ @ Wv_):
+        raise AssertionError("the product is in the wrong order: head i's value columns are W_v^(i), then B_i")
+    transposed = np.where(in_block, Wo_.T, 0.0)  # every block transposed
+    if np.allclose(multi_head_attention_forward(X_, Wq_, Wk_, got, np.eye(C), h)[0],
+                   multi_head_attention_forward(X_, Wq_, Wk_, Wv_, transposed, h)[0]):
+        raise AssertionError("the blocks are transposed: head i's columns are W_v^(i) @ B_i, not W_v^(i) @ B_i.T")
+    raise AssertionError("with your W_v and W_o = I the layer's output differs from the layer with W_v and the "
+                         "block-diagonal W_o: head i's columns i*hs:(i+1)*hs should be W_v^(i) @ B_i")
+
+
+def check_fold_rejects_dense(C, h):
+    """A W_o with a weight outside the diagonal blocks must be refused."""
+    Wo_ = np.eye(C)
+    Wo_[0, C - 1] = 0.5  # head 0's row, the last head's column
+    try:
+        fold_into_wv(np.eye(C), Wo_, h)
+    except ValueError:
+        return
+    raise AssertionError("a W_o with a nonzero weight outside its diagonal blocks should raise ValueError: "
+                         "no W_v gives that layer's output with W_o = I")
+
+
+check_fold_into_wv(64, 4, seed=0)
+check_fold_into_wv(12, 3, seed=1)
+check_fold_into_wv(5, 5, seed=2)  # head size 1: W_o is diagonal
+check_fold_into_wv(6, 1, seed=3)  # one head: the whole W_o is one block
+check_fold_rejects_dense(12, 3)
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# On the lesson's data, the block-diagonal layer and the folded layer without $W_o$:
 
 # %%
-diagonal_blocks = Wo_bd.reshape(h, hs, h, hs)[np.arange(h), :, np.arange(h), :]  # (C, C) -> (h, hs, h, hs) -> (h, hs, hs): B_i
-Wv_heads = Wv.reshape(C, h, hs)  # (C, C) -> (C, h, hs): Wv_heads[:, i] is W_v^(i), head i's value columns
-Wv_folded = np.einsum("cia,iab->cib", Wv_heads, diagonal_blocks).reshape(C, C)  # W_v^(i) B_i: (C, h, hs) -> (C, C)
+Wv_folded = fold_into_wv(Wv, Wo_bd, h)  # (C, C)
 out_no_wo, _ = multi_head_attention_forward(X, Wq, Wk, Wv_folded, np.eye(C), h)  # W_o = I
-print("blocks folded into W_v, W_o = I, equals the block-diagonal layer:",
+print("blocks folded into W_v, W_o = I, equals the block-diagonal layer to 1e-12:",
       np.allclose(out_no_wo, out_bd, rtol=0, atol=1e-12))
+print("the fold is the plain product W_v @ Wo_bd:", np.allclose(Wv_folded, Wv @ Wo_bd, rtol=0, atol=1e-12))
+dense_attempt, _ = multi_head_attention_forward(X, Wq, Wk, Wv @ Wo, np.eye(C), h)  # the same product, dense W_o
+print(f"with the dense W_o, W_v @ W_o and W_o = I: largest |difference| from the layer's output "
+      f"{np.abs(dense_attempt - out).max():.2f} (largest |output| {np.abs(out).max():.2f})")
 
 # %% [markdown]
 # Equal to $10^{-12}$. Without an output projection, the output is the concat itself: head $i$
@@ -416,7 +480,12 @@ print("blocks folded into W_v, W_o = I, equals the block-diagonal layer:",
 # The layer is then $h$ single-head layers of width $hs$ side by side, and a block-diagonal $W_o$
 # adds nothing that the value projection could not do on its own.
 #
-# ## 5. What the dense $W_o$ buys
+# The fold is the plain product $W_v W_o$ because head $i$'s value columns meet only block $B_i$.
+# The same product with the dense $W_o$ gives a different layer: it would mix all heads' value
+# columns into head $i$'s columns *before* head $i$'s own attention weights are applied, while
+# the real layer applies each head's weights first and mixes after.
+#
+# ## 5. The dense $W_o$: reach, and when it matters
 #
 # Do the same with the dense $W_o$. Head $i$'s term is
 #
@@ -428,6 +497,7 @@ print("blocks folded into W_v, W_o = I, equals the block-diagonal layer:",
 # head can write to every output dimension, which section 3 counted.
 
 # %%
+Wv_heads = Wv.reshape(C, h, hs)  # (C, C) -> (C, h, hs): Wv_heads[:, i] is W_v^(i), head i's value columns
 Wo_rows = Wo.reshape(h, hs, C)  # (C, C) -> (h, hs, C): W_o^(i), head i's rows
 value_maps = np.einsum("cia,iad->icd", Wv_heads, Wo_rows)  # W_v^(i) W_o^(i): (C, hs) @ (hs, C) -> (h, C, C)
 print("value maps:", value_maps.shape, "(h, C, C); rank of each:",
@@ -437,8 +507,44 @@ print("sum over heads of A_i X (W_v^(i) W_o^(i)) equals the layer's output:", np
 
 # %% [markdown]
 # Each head's value map is `(64, 64)` of rank 16, and the four of them rebuild the layer's output.
-# That is all the dense $W_o$ adds: reach. It does not let heads combine, as the next section
-# shows.
+# What the dense $W_o$ adds inside the layer is reach: every head writes to every output
+# dimension.
+#
+# ### Reach needs somewhere to write: the residual stream
+#
+# Reach alone does not make $W_o$ necessary. Put a second attention layer right after this one,
+# nothing in between. It reads $\text{out} = \text{concat}\, W_o$ through its own dense projections
+# $W' \in \{W_q', W_k', W_v'\}$, and matrix products are associative:
+#
+# $$(\text{concat}\, W_o)\, W' = \text{concat}\, (W_o W') .$$
+#
+# So this layer with $W_o = I$, followed by a second layer whose projections are $W_o W_q'$,
+# $W_o W_k'$ and $W_o W_v'$, computes exactly the same two-layer output: a dense $W_o$ folds into
+# the next layer just as a block-diagonal one folds into $W_v$. The cell checks it with a second
+# layer drawn from `np.random.default_rng(7)`.
+
+# %%
+next_rng = np.random.default_rng(7)  # a second layer's projections
+Wq_next, Wk_next, Wv_next, Wo_next = (next_rng.standard_normal((C, C)) * 0.2 for _ in range(4))
+
+
+def two_layers(first_Wo, next_Wq, next_Wk, next_Wv):
+    """This layer (output projection first_Wo), then the second layer reading its output directly: (B, T, C)."""
+    first_out, _ = multi_head_attention_forward(X, Wq, Wk, Wv, first_Wo, h)
+    return multi_head_attention_forward(first_out, next_Wq, next_Wk, next_Wv, Wo_next, h)[0]
+
+
+plain = two_layers(Wo, Wq_next, Wk_next, Wv_next)
+folded = two_layers(np.eye(C), Wo @ Wq_next, Wo @ Wk_next, Wo @ Wv_next)  # (C, C) @ (C, C) for each projection
+print("W_o = I here, W_o folded into the next layer's W_q, W_k, W_v: same two-layer output to 1e-10:",
+      np.allclose(plain, folded, rtol=0, atol=1e-10))
+
+# %% [markdown]
+# Equal to $10^{-10}$. In a real transformer the layer's output is not handed to the next layer
+# on its own: it is **added** to a running vector per position, the residual stream
+# $x + \text{attn}(x)$, which a LayerNorm and an MLP then read. The input $x$ never passes through
+# $W_o$, so the fold above no longer works, and $W_o$ decides where in that shared stream each head
+# writes. Lesson 11 builds the stream and measures this.
 #
 # ## 6. $W_o$ adds the heads; it does not combine them
 #
@@ -477,46 +583,63 @@ for name, W in [("dense", Wo), ("block-diagonal", Wo_bd)]:
 print(f"for scale, the largest |output| of the layer (dense W_o): {np.abs(out).max():.2f}")
 
 # %% [markdown]
-# Zero, up to rounding, for all six pairs and both projections: $W_o$ is a sum, never a
-# combination.
+# Zero, up to rounding, for all six pairs and both projections. With the dense $W_o$ every output
+# dimension is a linear combination of all four heads, but the combination is a sum: $W_o$ adds the
+# heads, it never gates or multiplies one by another.
 #
-# ### Where the heads meet: the next layer
+# ### Where the heads first interact
 #
-# The next attention layer reads this layer's output through its own projections, dense `(C, C)`
-# matrices $W_q', W_k', W_v'$. Every dimension of its queries is a weighted sum over **all** $C$
-# dimensions of this layer's output, so it reads every head, whatever this layer's $W_o$ was. And
-# its softmax is not linear, so there the interaction of two heads is no longer zero. Both claims,
-# on a second layer drawn from `np.random.default_rng(7)`:
+# The interaction becomes nonzero as soon as something reads this output in a way that is not a
+# sum. Two such readers, on the second layer of section 5 (`default_rng(7)`):
+#
+# - **The next layer's scores.** Its queries and keys are each a linear read of this output,
+#   $\text{out}\, W_q'$ and $\text{out}\, W_k'$, and a score is a product of the two. With
+#   $\text{out} = \sum_i t_i$ (the per-head terms), the scores are
+#   $\sum_{i,j} t_i W_q' W_k'^{\top} t_j^\top / \sqrt{hs}$: bilinear in the terms, so heads $a$ and $b$
+#   interact through the products $t_a \cdots t_b^\top$ already **before** the softmax.
+# - **An MLP.** A ReLU network $\max(\text{out}\, W_1, 0)\, W_2$, $W_1$ `(C, 4C)`, $W_2$ `(4C, C)`,
+#   drawn from `default_rng(8)`, the kind of layer that follows attention in a transformer block.
+#
+# The cell also checks that the next layer's dense query projection reads every head, even after
+# a block-diagonal $W_o$.
 
 # %%
-next_rng = np.random.default_rng(7)  # a second layer's query and key projections
-Wq_next, Wk_next = (next_rng.standard_normal((C, C)) * 0.2 for _ in range(2))
-
 q_next_moved = np.abs(concat_drop @ Wo_bd @ Wq_next - out_bd @ Wq_next)  # (B, T, C) @ (C, C) -> (B, T, C)
 print("block-diagonal W_o, head 3 dropped: this layer's output dims that move",
       int((moved_bd > atol).any(axis=(0, 1)).sum()), "| the next layer's query dims that move",
       int((q_next_moved > atol).any(axis=(0, 1)).sum()), "of", C)
 
 
-def next_layer_weights(layer_out):
-    """The next layer's attention weights (B, h, T, T), computed from this layer's output (B, T, C)."""
-    return multi_head_attention_forward(layer_out, Wq_next, Wk_next, np.eye(C), np.eye(C), h)[1]["weights"]
+def next_scores(heads):
+    """The next layer's scores before the softmax (B, h, T, T), from this layer's output with `heads` dropped."""
+    layer_out = drop_heads(concat, heads) @ Wo  # (B, T, C) @ (C, C) -> (B, T, C)
+    Q_next = (layer_out @ Wq_next).reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, h, T, hs)
+    K_next = (layer_out @ Wk_next).reshape(B, T, h, hs).transpose(0, 2, 1, 3)  # (B, h, T, hs)
+    return Q_next @ K_next.transpose(0, 1, 3, 2) / np.sqrt(hs)  # (B, h, T, hs) @ (B, h, hs, T) -> (B, h, T, T)
 
 
-def next_weights(heads):
-    return next_layer_weights(drop_heads(concat, heads) @ Wo)  # this layer's output with `heads` dropped
+mlp_rng = np.random.default_rng(8)
+W1_mlp = mlp_rng.standard_normal((C, 4 * C)) / np.sqrt(C)  # (C, 4C)
+W2_mlp = mlp_rng.standard_normal((4 * C, C)) / np.sqrt(4 * C)  # (4C, C)
 
 
-interaction_next = next_weights([]) - next_weights([0]) - next_weights([1]) + next_weights([0, 1])  # (B, h, T, T)
-print(f"next layer's attention weights, heads 0 and 1 of this layer: largest |interaction| = "
-      f"{np.abs(interaction_next).max():.3f}")
+def relu_mlp(heads):
+    """A ReLU MLP reading this layer's output with `heads` dropped: (B, T, C) -> (B, T, 4C) -> (B, T, C)."""
+    return np.maximum(drop_heads(concat, heads) @ Wo @ W1_mlp, 0.0) @ W2_mlp
+
+
+for name, f in [("next layer's scores", next_scores), ("ReLU MLP's output  ", relu_mlp)]:
+    delta = f([]) - f([0]) - f([1]) + f([0, 1])  # heads 0 and 1 of this layer
+    print(f"{name}: largest |interaction| of heads 0 and 1 = {np.abs(delta).max():.2f}, "
+          f"largest |value| = {np.abs(f([])).max():.2f}")
 
 # %% [markdown]
 # With the block-diagonal $W_o$, dropping head 3 moved 16 of this layer's 64 output dimensions,
-# and all 64 dimensions of the next layer's queries: the next layer's dense projection undoes the
-# isolation at once. And the next layer's attention weights respond to heads 0 and 1 jointly: the
-# interaction is far from zero. So the heads of one layer meet in the layers after it, through
-# their dense projections and their softmax, not in $W_o$.
+# and all 64 dimensions of the next layer's queries: the next layer's dense projection reads every
+# head at once. And two heads do interact once the output is read by something that is not a sum:
+# in the next layer's scores, before any softmax, and in an MLP. In a transformer block the MLP
+# comes right after attention, and it is where the heads of a layer first combine non-linearly;
+# Lesson 11 measures it there.
 
 # %% [markdown]
 # ## 7. What the block costs: $4C^2$ parameters, whatever $h$ is
@@ -624,89 +747,14 @@ print("a single head of width 768 with W_o costs the same as the h = 1 row of th
 # a single parameter; it only reorganises them.
 
 # %% [markdown]
-# ## Practice exercises
+# ## Practice exercise
 #
-# Each exercise asks for one function. Replace `raise NotImplementedError()` with your code, run
+# The exercise asks for one function. Replace `raise NotImplementedError()` with your code, run
 # the cell, then run the test cell below it. The visible checks use the lesson's data (`default_rng(42)`) and
 # tell you what a failure most likely means; when your notebook is graded, hidden tests call your
 # function again on fresh inputs (other widths, head counts and random draws), so write the general
 # function, not one that fits this lesson's numbers.
 #
-# ### Exercise 2: build a block-diagonal $W_o$ (3 points)
-#
-# Write `block_diagonal_wo(C, h, rng, scale=0.2)`. It returns a `(C, C)` array that is zero except
-# for $h$ blocks of shape `(hs, hs)`, $hs = C/h$, on the diagonal: block $i$ occupies rows and
-# columns $i \cdot hs$ to $(i+1) \cdot hs - 1$. The draw order is fixed so that results are
-# reproducible: block 0 first, then block 1, up to block $h-1$, each an `(hs, hs)` array from
-# `rng.standard_normal`, times `scale`. Draw nothing else from `rng`. (One call
-# `rng.standard_normal((h, hs, hs))` gives the same numbers as $h$ calls of shape `(hs, hs)`:
-# the generator is one stream, read in order.) You can assume that $h$ divides $C$.
-
-# %% nbgrader={"grade": false, "grade_id": "block_diagonal_wo", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def block_diagonal_wo(C, h, rng, scale=0.2):
-    """Block-diagonal (C, C) output projection: h blocks (hs, hs) from rng, in order, times scale."""
-    ### BEGIN SOLUTION
-    hs = C // h
-    blocks = rng.standard_normal((h, hs, hs)) * scale  # block 0, 1, ..., h-1, each (hs, hs)
-    placed = np.zeros((h, hs, h, hs))  # (C, C) seen as (row head, row, column head, column)
-    placed[np.arange(h), :, np.arange(h), :] = blocks  # block i at row head i, column head i
-    return placed.reshape(C, C)  # (h, hs, h, hs) -> (C, C)
-    ### END SOLUTION
-
-
-# %% [markdown]
-# Started from the snapshot of the generator taken before the lesson drew its blocks, your
-# function should rebuild the lesson's block-diagonal $W_o$ exactly:
-
-# %%
-print("block_diagonal_wo reproduces the lesson's Wo_bd:",
-      np.array_equal(block_diagonal_wo(C, h, copy.deepcopy(rng_at_blocks)), Wo_bd))
-
-# %% nbgrader={"grade": true, "grade_id": "test_block_diagonal_wo", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def check_block_diagonal_wo(C, h, rng_seed, scale=0.2):
-    """Visible check with a hint for the usual mistakes."""
-    hs = C // h
-    expected_blocks = np.random.default_rng(rng_seed).standard_normal((h, hs, hs)) * scale  # (h, hs, hs)
-    rng_ = np.random.default_rng(rng_seed)
-    got = block_diagonal_wo(C, h, rng_) if scale == 0.2 else block_diagonal_wo(C, h, rng_, scale=scale)
-    assert isinstance(got, np.ndarray), f"block_diagonal_wo should return a NumPy array, got {type(got).__name__}"
-    assert got.shape == (C, C), f"expected shape (C, C) = {(C, C)}, got {got.shape}"
-    grid = got.reshape(h, hs, h, hs)  # (row head, row, column head, column)
-    on_diagonal = grid[np.arange(h), :, np.arange(h), :]  # (h, hs, hs)
-    off_diagonal = grid.copy()
-    off_diagonal[np.arange(h), :, np.arange(h), :] = 0.0
-    assert np.all(off_diagonal == 0), (
-        "nonzero weights outside the diagonal blocks: block i belongs at rows AND columns "
-        "i*hs:(i+1)*hs (a block placed off the diagonal lets a head write into another head's columns)")
-    if not np.allclose(on_diagonal, expected_blocks):
-        raw = expected_blocks / scale  # the standard normals themselves
-        if scale != 0.2 and np.allclose(on_diagonal, raw * 0.2):
-            raise AssertionError("the blocks ignore the scale argument: multiply by scale, not by a fixed 0.2")
-        if np.allclose(on_diagonal, raw):
-            raise AssertionError("the blocks are not multiplied by scale")
-        if np.allclose(np.sort(on_diagonal, axis=None), np.sort(expected_blocks, axis=None)):
-            raise AssertionError("the right numbers in the wrong places: draw block 0 first, then block 1, ..., "
-                                 "each (hs, hs) in row-major order, e.g. rng.standard_normal((h, hs, hs)), "
-                                 "and put block i at rows and columns i*hs:(i+1)*hs without transposing it")
-        raise AssertionError("the diagonal blocks do not hold rng's first h*hs*hs standard normals times scale: "
-                             "draw exactly h blocks of shape (hs, hs) from rng (not a full (C, C) matrix), "
-                             "and draw nothing else before them")
-    follow_up = np.random.default_rng(rng_seed)
-    follow_up.standard_normal((h, hs, hs))
-    assert rng_.standard_normal() == follow_up.standard_normal(), (
-        "rng is not left where the h blocks end: draw exactly h*hs*hs values from rng itself "
-        "(not from a copy, and nothing more)")
-
-
-check_block_diagonal_wo(64, 4, rng_seed=42)
-check_block_diagonal_wo(64, 4, rng_seed=7, scale=1.0)
-print("Exercise 2 visible checks passed (hidden tests run at grading).")
-### BEGIN HIDDEN TESTS
-# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
-assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
-### END HIDDEN TESTS
-
-# %% [markdown]
 # ### Exercise 3: count the output dimensions a head reaches (3 points)
 #
 # Write `dims_changed_by_dropping(concat, Wo, head, h, atol=1e-9)`. Given a concatenated head
@@ -797,79 +845,35 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### Exercise 4: the parameter count of an attention block (2 points)
-#
-# Write `attention_param_count(C, bias=False)`: the number of parameters of one multi-head
-# attention block of width `C`, with its four projections $W_q, W_k, W_v, W_o$, each `(C, C)`.
-# With `bias=True` each of the four projections also has its own bias vector of length $C$.
-# Return an `int`. (There is no `h` argument: section 7 showed why none is needed.)
-
-# %% nbgrader={"grade": false, "grade_id": "attention_param_count", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def attention_param_count(C, bias=False):
-    """Number of parameters (an int) of one attention block of width C, with or without biases."""
-    ### BEGIN SOLUTION
-    shapes = [(C, C)] * 4  # W_q, W_k, W_v, W_o
-    if bias:
-        shapes += [(C,)] * 4  # one bias vector per projection
-    return sum(math.prod(shape) for shape in shapes)
-    ### END SOLUTION
-
-
-# %%
-print(f"one block, C = 768: {attention_param_count(768):,} without biases, "
-      f"{attention_param_count(768, bias=True):,} with biases")
-print(f"12 blocks without biases: {12 * attention_param_count(768):,}")
-
-# %% nbgrader={"grade": true, "grade_id": "test_attention_param_count", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-def check_attention_param_count(C):
-    """Visible check with a hint for the usual mistakes."""
-    weights, with_bias = attention_param_count(C), attention_param_count(C, bias=True)
-    for got in (weights, with_bias):
-        assert isinstance(got, (int, np.integer)) and not isinstance(got, bool), (
-            f"return an int, got {type(got).__name__}")
-    if weights == 3 * C * C:
-        raise AssertionError(f"C={C}: got 3*C**2 = {weights}: W_o is (C, C) too, four matrices in all")
-    assert weights == 4 * C * C, f"C={C}, bias=False: expected {4 * C * C:,} parameters, got {weights:,}"
-    if with_bias == 4 * C * C + C:
-        raise AssertionError(f"C={C}, bias=True: got 4*C**2 + C = {with_bias}: each of the four projections "
-                             "has its own bias vector of length C, so the biases add 4*C")
-    assert with_bias == 4 * C * C + 4 * C, f"C={C}, bias=True: expected {4 * C * C + 4 * C:,} parameters, got {with_bias:,}"
-
-
-check_attention_param_count(768)
-print("Exercise 4 visible checks passed (hidden tests run at grading).")
-### BEGIN HIDDEN TESTS
-# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
-assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
-### END HIDDEN TESTS
-
-# %% [markdown]
 # ## Summary
 #
 # **One term per head.** $\text{Concat}(\text{head}_0, \dots, \text{head}_{h-1})\, W_o = \sum_i \text{head}_i W_o^{(i)}$,
 # with $W_o^{(i)}$ the rows $i \cdot hs$ to $(i+1) \cdot hs - 1$ of $W_o$: your `head_contributions`
 # returns the `(B, h, T, C)` terms, and they add up to the layer's output.
 #
-# **The experiment.** With `default_rng(42)` drawing `X`, `Wq`, `Wk`, `Wv`, `Wo` in that order and
-# then the four `(16, 16)` blocks from the same generator, dropping head 3 changes 64 of 64 output
-# dimensions at position `[0, 0]` with the dense $W_o$ and 16 of 64 with the block-diagonal one.
-# The same counts hold at all 12 positions of both sequences, and the `(h, C)` map shows the same
-# for every head: dropping a head removes exactly its term, which reaches the columns where
+# **The experiment.** With `default_rng(42)` drawing `X`, `Wq`, `Wk`, `Wv`, `Wo` in that order, and
+# the block-diagonal $W_o$ keeping $W_o$'s own diagonal blocks, dropping head 3 changes 64 of 64
+# output dimensions at position `[0, 0]` with the dense $W_o$ and 16 of 64 with the block-diagonal
+# one. The same counts hold at all 12 positions of both sequences, and the `(h, C)` map shows the
+# same for every head: dropping a head removes exactly its term, which reaches the columns where
 # $W_o^{(i)}$ is nonzero.
 #
-# **A block-diagonal $W_o$ is no $W_o$.** Folding each block $B_i$ into head $i$'s value columns,
-# $W_v^{(i)} B_i$, and setting $W_o = I$ gives the block-diagonal layer's output to $10^{-12}$: $h$
-# single-head layers side by side.
+# **A block-diagonal $W_o$ is no $W_o$.** Your `fold_into_wv` puts each block $B_i$ into head $i$'s
+# value columns, $W_v^{(i)} B_i$; with $W_o = I$ the layer gives the block-diagonal layer's output to
+# $10^{-12}$: $h$ single-head layers side by side.
 #
-# **What the dense $W_o$ buys: reach.** Head $i$'s term is $A_i X \big(W_v^{(i)} W_o^{(i)}\big)$, a
-# `(C, C)` value map of rank $hs$ (16 here): every head can write to every output dimension.
+# **Reach, and where it matters.** Head $i$'s term is $A_i X \big(W_v^{(i)} W_o^{(i)}\big)$, a `(C, C)`
+# value map of rank $hs$ (16 here): with the dense $W_o$ every head can write to every output
+# dimension. Between two bare attention layers a dense $W_o$ folds away as well, into the next
+# layer's $W_q', W_k', W_v'$ (same two-layer output to $10^{-10}$). It stops folding once the output
+# is added to a residual stream, which Lesson 11 builds.
 #
-# **What it does not do: combine heads.** The interaction of any two heads,
+# **$W_o$ adds the heads.** The interaction of any two heads,
 # $\text{out} - \text{out}_{-a} - \text{out}_{-b} + \text{out}_{-a,-b}$, is zero (below $10^{-12}$)
-# for every pair and both projections: a linear $W_o$ adds the heads and cannot build a feature
-# that needs two of them at once. The heads meet in the next layer: its dense query projection
-# reads all 64 dimensions even after a block-diagonal $W_o$, and its attention weights, through
-# its softmax, respond to two heads jointly.
+# for every pair and both projections: each output dimension of a dense $W_o$ is a linear
+# combination of all the heads, but $W_o$ adds them and never gates or multiplies one by another.
+# Heads do interact in whatever reads the output non-additively: in the next layer's scores, which
+# are bilinear in it, and in an MLP.
 #
 # **The budget.** One attention block has $4C^2$ weights whatever $h$ is: 2,359,296 for $C = 768$
 # at every $h$ in $\{1, 2, 3, 4, 6, 8, 12\}$, counted from the per-head slices; $4C^2 + 4C$ with

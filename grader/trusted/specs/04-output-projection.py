@@ -6,17 +6,16 @@ Every `cases` generator starts with fixed cases (one head, one position, head si
 B, T and h all differ, the last head, a signed change, changes below atol) and adds random shapes;
 all values and seeds are drawn from `rng`, which is seeded afresh for every grading run.
 
-`block_diagonal_wo` takes a NumPy Generator, which cannot cross the kernel boundary as data. Its
-cases pass `Rng(seed)` instead: the kernel-side harness and the grading process each hand the
-function `np.random.default_rng(seed)`, and the grader compares both the matrix and the state the
-generator is left in, so that drawing the blocks in another order, drawing more than the h blocks
-or drawing from a copy all fail, as the exercise's fixed draw order requires.
+`fold_into_wv` is judged by what the fold is for: the layer run with the student's W_v and W_o = I
+must give the output of the layer with the original W_v and the block-diagonal W_o, on inputs and
+query and key projections the kernel never sees (drawn in this process from the call's own
+arguments). A W_o with a weight outside its diagonal blocks must raise ValueError.
 """
 
 import numpy as np
 
-from grader.trusted import Check, Rng, call
-from grader.trusted.spec import describe
+from grader.trusted import Check, Same, call
+from grader.trusted.wire import Raised
 
 
 def head_contributions(concat, Wo, h):
@@ -34,27 +33,71 @@ def head_contributions_cases(rng):
         yield call(rng.standard_normal((B, T, C)), rng.standard_normal((C, C)), h)
 
 
-def block_diagonal_wo(C, h, rng, scale=0.2):
+def _layer(X, Wq, Wk, Wv, Wo, h):
+    B, T, C = X.shape
     hs = C // h
-    Wo = np.zeros((C, C))
-    for i in range(h):  # block 0 first, each (hs, hs) in row-major order, then block 1, ...
+    Q, K, V = ((X @ W).reshape(B, T, h, hs).transpose(0, 2, 1, 3) for W in (Wq, Wk, Wv))  # (B, h, T, hs)
+    S = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(hs)  # (B, h, T, T)
+    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = A / A.sum(axis=-1, keepdims=True)
+    return (A @ V).transpose(0, 2, 1, 3).reshape(B, T, C) @ Wo  # (B, h, T, hs) -> (B, T, C) @ (C, C)
+
+
+class _FoldWithInputs(np.ndarray):
+    """The reference's folded W_v, with the call's W_v, W_o and h attached (grading process only)."""
+
+
+def fold_into_wv(Wv, Wo_blockdiag, h):
+    C = Wv.shape[0]
+    hs = C // h
+    same_head = np.arange(C)[:, None] // hs == np.arange(C)[None, :] // hs  # (C, C)
+    if np.any(Wo_blockdiag[~same_head] != 0):
+        raise ValueError("W_o has weights outside its diagonal blocks")
+    folded = np.zeros((C, C))
+    for i in range(h):  # head i's value columns, then its own block
         block = slice(i * hs, (i + 1) * hs)
-        Wo[block, block] = rng.standard_normal((hs, hs)) * scale
-    return Wo
+        folded[:, block] = Wv[:, block] @ Wo_blockdiag[block, block]
+    result = folded.view(_FoldWithInputs)
+    result.inputs = (Wv.copy(), Wo_blockdiag.copy(), h)
+    return result
 
 
-def block_diagonal_wo_cases(rng):
-    def fresh():  # a generator for the student's function, as its seed
-        return Rng(int(rng.integers(2**63)))
+def same_layer_output(expected, got):
+    """The layer with the student's W_v and W_o = I gives the block-diagonal layer's output on fresh inputs."""
+    if isinstance(expected, Raised) or isinstance(got, Raised):
+        return Same()(expected, got)
+    if not isinstance(got, np.ndarray) or got.dtype.kind not in "iuf" or got.shape != expected.shape:
+        return Same()(np.asarray(expected), got)  # names the wrong type or shape
+    Wv, Wo, h = expected.inputs
+    C = Wv.shape[0]
+    draw = np.random.default_rng(abs(hash((C, h, float(Wv.sum()), float(Wo.sum())))) % 2**32)
+    for B, T in [(1, 1), (2, 5)]:
+        X = draw.standard_normal((B, T, C))
+        Wq, Wk = draw.standard_normal((C, C)) * 0.5, draw.standard_normal((C, C)) * 0.5
+        if not np.allclose(_layer(X, Wq, Wk, np.asarray(got, dtype=float), np.eye(C), h),
+                           _layer(X, Wq, Wk, Wv, Wo, h), rtol=1e-5, atol=1e-8):
+            return "with your W_v and W_o = I, the layer's output differs from the block-diagonal layer's"
+    return None
 
-    yield call(12, 3, fresh())  # the default scale
-    yield call(10, 1, fresh(), scale=0.5)  # one head: the whole matrix is one block
-    yield call(40, 8, fresh())
-    yield call(6, 6, fresh(), scale=2.0)  # head size 1: a diagonal matrix
-    yield call(36, 4, fresh(), scale=0.2)
-    for _ in range(3):
-        h, hs = int(rng.integers(1, 7)), int(rng.integers(1, 7))
-        yield call(h * hs, h, fresh(), scale=float(rng.uniform(0.1, 2.0)))
+
+def _block_diagonal(rng, C, h):
+    same_head = np.arange(C)[:, None] // (C // h) == np.arange(C)[None, :] // (C // h)
+    return np.where(same_head, rng.standard_normal((C, C)), 0.0)  # (C, C), zero outside the diagonal blocks
+
+
+def fold_into_wv_cases(rng):
+    for C, h in [(6, 1), (5, 5), (12, 3), (20, 4), (64, 4), (12, 6)]:  # one head; head size 1; ...
+        yield call(rng.standard_normal((C, C)), _block_diagonal(rng, C, h), h)
+    for _ in range(2):
+        h, hs = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        yield call(rng.standard_normal((h * hs, h * hs)), _block_diagonal(rng, h * hs, h), h)
+    yield call(rng.standard_normal((8, 8)), rng.standard_normal((8, 8)), 2).raises(ValueError)  # dense
+    Wo = _block_diagonal(rng, 12, 3)
+    Wo[0, 11] = 0.25  # one weight from head 0's rows into the last head's columns
+    yield call(rng.standard_normal((12, 12)), Wo, 3).raises(ValueError)
+    Wo = _block_diagonal(rng, 12, 4)
+    Wo[3, 2] = -1.0  # head 1's first row, head 0's last column: just below the diagonal blocks
+    yield call(rng.standard_normal((12, 12)), Wo, 4).raises(ValueError)
 
 
 def dims_changed_by_dropping(concat, Wo, head, h, atol=1e-9):
@@ -87,33 +130,11 @@ def dims_changed_by_dropping_cases(rng):
     yield call(rng.standard_normal((B, T, C)), Wo, int(rng.integers(h)), h)
 
 
-def attention_param_count(C, bias=False):
-    weights = 4 * C * C  # W_q, W_k, W_v, W_o, each (C, C)
-    return weights + 4 * C if bias else weights  # one bias vector of length C per projection
-
-
-def exactly_an_int(expected, got):
-    """The exercise asks for an int: a float, even of the right value, does not count."""
-    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
-        return f"returned {describe(got)}, expected an int"
-    return None if int(got) == expected else "wrong number of parameters"
-
-
-def attention_param_count_cases(rng):
-    widths = [1, 64, 100, 1024, 12288]
-    widths += [int(C) for C in rng.integers(2, 5000, size=3)]
-    for C in widths:
-        yield call(C)
-        yield call(C, bias=True)
-    yield call(int(rng.integers(2, 5000)), bias=False)
-
-
 CHECKS = {
     "test_head_contributions": Check("head_contributions", head_contributions, head_contributions_cases,
                                      unchanged_args=True),
-    "test_block_diagonal_wo": Check("block_diagonal_wo", block_diagonal_wo, block_diagonal_wo_cases),
+    "test_fold_into_wv": Check("fold_into_wv", fold_into_wv, fold_into_wv_cases, unchanged_args=True,
+                               compare=same_layer_output),
     "test_dims_changed_by_dropping": Check("dims_changed_by_dropping", dims_changed_by_dropping,
                                            dims_changed_by_dropping_cases, unchanged_args=True),
-    "test_attention_param_count": Check("attention_param_count", attention_param_count, attention_param_count_cases,
-                                        compare=exactly_an_int),
 }
