@@ -21,6 +21,7 @@ from grader.course import REPO, Layout, nbgrader_config, require_course_id, sele
 from grader.grading import report
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
+from grader.grading.lms import DownloadFormats, Roster
 from grader.grading.roster import enrol
 from grader.grading.supervisor import supervise
 from grader.grading.worker import Job, Result, grade
@@ -39,7 +40,8 @@ class Batch:
     seconds: float
 
 
-def main(*, lesson: str, course: Path = REPO, source: Path | None = None, workers: int | None = None,
+def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster: Path | None = None,
+         regrade: bool = False, workers: int | None = None,
          force: bool = False, timeout: int | None = None, memory_limit: int | None = None,
          unsafe_no_sandbox: bool = False, job_timeout: float | None = None,
          executor: Executor | None = None, progress: TextIO = sys.stderr, out: TextIO = sys.stdout) -> Batch:
@@ -90,7 +92,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
         raise SystemExit(f"{release} is missing: run `make release LESSON={lesson}` first")
     points = notebook.test_points(nbformat.read(release, as_version=4))
 
-    collected = collect(lesson, layout.submitted, source)
+    table = Roster.read(roster) if roster is not None else None
+    collected = collect(lesson, layout.submitted, source, roster=table, formats=DownloadFormats(config=config).formats)
     enrol(coursedir.db_url, coursedir.course_id, collected.students)
 
     jobs = make_jobs(course, lesson, collected.students, force=force, timeout=timeout, memory_limit=memory_limit,
@@ -149,6 +152,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", type=Path,
                         help="folder or .zip of notebooks downloaded from the LMS, named "
                              "<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
+    parser.add_argument("--roster", type=Path,
+                        help="CSV exported from the LMS with the columns id, name and optionally email, lms_id: "
+                             "files are collected under the id of the roster row they match")
     parser.add_argument("--workers", type=int, help="grading processes (default: one per core)")
     parser.add_argument("--force", action="store_true", help="regrade submissions already graded")
     parser.add_argument("--timeout", type=int, help="seconds each cell may run (default: nbgrader_config.py's)")
@@ -163,5 +169,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     memory = None if args.memory_limit is None else int(args.memory_limit * 1024**3)
-    main(lesson=args.lesson, course=args.course, source=args.source, workers=args.workers, force=args.force,
+    main(lesson=args.lesson, course=args.course, source=args.source, roster=args.roster, regrade=args.regrade,
+         workers=args.workers, force=args.force,
          timeout=args.timeout, memory_limit=memory, unsafe_no_sandbox=args.unsafe_no_sandbox)

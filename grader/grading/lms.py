@@ -34,6 +34,7 @@ LMS's number for the student where the LMS gives one, which makes it unique.
 from __future__ import annotations
 
 import csv
+import hashlib
 import logging
 import re
 import unicodedata
@@ -54,6 +55,9 @@ FORMATS = {
     "canvas": r"(?P<name>[^_/]+)_(?:(?P<late>LATE)_)?(?P<lms_id>\d+)_(?P<submission_id>\d+)_(?P<file_id>[^/]+)\Z",
     "make-submit": r"(?:.*/)?" + SUBMISSION_REGEXP + r"\Z",
 }
+
+
+MAX_READABLE = 48  # characters of the readable part of an id made from a name
 
 
 class DownloadFormats(Configurable):
@@ -122,6 +126,14 @@ def readable_id(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", spaced.lower()).strip("_")
 
 
+def script_id(name: str) -> str:
+    """A readable ASCII id for a name typed in another script, unique to its exact letters:
+    `readable_id(name)` plus six hex digits of the name's SHA-256 ("李雷" gives `li_lei_` and the
+    digits), so that a look-alike ("аda" with a Cyrillic а) never becomes the id of "ada"."""
+    digest = hashlib.sha256(unicodedata.normalize("NFKC", name).casefold().encode()).hexdigest()[:6]
+    return f"{readable_id(name)[:MAX_READABLE]}_{digest}".lstrip("_")
+
+
 @dataclass(frozen=True)
 class Student:
     """One row of the roster."""
@@ -168,7 +180,7 @@ class Roster:
                 return (row.get(columns.get(column, ""), "") or "").strip()
             ident = student_id(cell("id"))
             if ident is None:
-                raise SystemExit(f"the roster {path}, line {number}: the id {for_terminal(cell('id'))!r} is not at most "
+                raise SystemExit(f"the roster {path}, line {number}: the id '{for_terminal(cell('id'))}' is not at most "
                                  f"{MAX_ID} ASCII letters, digits or underscores")
             if ident in seen:
                 raise SystemExit(f"the roster {path}, line {number}: the id {ident!r} is there twice")
@@ -194,8 +206,8 @@ class Roster:
             return candidates[0]
         who = for_terminal(found.name or found.student_id)
         if candidates:
-            return f"{who!r} matches {len(candidates)} roster rows ({', '.join(s.id for s in candidates)}): none chosen"
-        return f"{who!r} is not on the roster"
+            return f"'{who}' matches {len(candidates)} roster rows ({', '.join(s.id for s in candidates)}): none chosen"
+        return f"'{who}' is not on the roster"
 
 
 def identify(found: Match, roster: Roster | None) -> str:
@@ -205,8 +217,8 @@ def identify(found: Match, roster: Roster | None) -> str:
         return row.id if isinstance(row, Student) else ""
     if found.student_id:
         return found.student_id
-    base = readable_id(found.name) or "student"
-    return f"{base}_{found.lms_id}" if found.lms_id else base
+    base = readable_id(found.name)[:MAX_READABLE] or "student"
+    return f"{base}_{found.lms_id}" if found.lms_id else script_id(found.name)
 
 
 def attribute(path: str, modified: datetime, lesson: str, *, now: datetime | None = None, roster: Roster | None = None,
@@ -220,6 +232,8 @@ def attribute(path: str, modified: datetime, lesson: str, *, now: datetime | Non
 
     found = match(path, formats)
     base = path.rsplit("/", 1)[-1]
+    if found is not None and found.format == "make-submit" and not found.student_id.isascii():
+        base = base.replace(f"_{found.student_id}_attempt_", f"_{script_id(found.student_id)}_attempt_", 1)
     if found is None or found.format == "make-submit":
         parsed = parse_name(base, lesson, now=now)
         if isinstance(parsed, Skipped):
@@ -229,7 +243,7 @@ def attribute(path: str, modified: datetime, lesson: str, *, now: datetime | Non
             return Skipped(for_terminal(path), reason)
         if roster is None:
             return parsed
-        found = Match("make-submit", base, student_id=parsed[0], timestamp=parsed[1])
+        found = Match("make-submit", base, student_id=found.student_id if found else parsed[0], timestamp=parsed[1])
     if other := other_lesson(found.file_id, lesson):
         return Skipped(for_terminal(path), f"a submission for {other}, not {lesson}")
     when = found.timestamp or modified
