@@ -142,6 +142,7 @@ class Student:
     name: str
     email: str = ""
     lms_id: str = ""
+    section: str = ""
 
     def keys(self) -> set[str]:
         """The name as an LMS may write it: first-last and last-first ("Lovelace, Ada")."""
@@ -153,8 +154,9 @@ class Roster:
     """The course's students, from a CSV exported from the LMS.
 
     Columns read (header names, any case): `id` (the student id grading uses: at most 64 ASCII
-    letters, digits or underscores once lower-cased), `name`, and optionally `email` and `lms_id`
-    (Canvas's user id, or Moodle's participant id for this assignment). Other columns are ignored.
+    letters, digits or underscores once lower-cased), `name`, and optionally `email`, `lms_id`
+    (Canvas's user id, or Moodle's participant id for this assignment) and `section` (written into
+    the Canvas import CSV). Other columns are ignored.
     """
 
     def __init__(self, students: list[Student]):
@@ -185,7 +187,7 @@ class Roster:
             if ident in seen:
                 raise SystemExit(f"the roster {path}, line {number}: the id {ident!r} is there twice")
             seen.add(ident)
-            students.append(Student(ident, cell("name"), cell("email"), cell("lms_id")))
+            students.append(Student(ident, cell("name"), cell("email"), cell("lms_id"), cell("section")))
         return cls(students)
 
     def find(self, found: Match) -> Student | str:
