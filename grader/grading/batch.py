@@ -18,7 +18,8 @@ from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
 from grader.course import REPO, Layout, nbgrader_config, require_course_id, select_lessons
-from grader.grading import report
+from grader.grading import gradelog, late, lesson_reports, report
+from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
 from grader.grading.lms import DownloadFormats, Roster
@@ -95,8 +96,12 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     table = Roster.read(roster) if roster is not None else None
     collected = collect(lesson, layout.submitted, source, roster=table, formats=DownloadFormats(config=config).formats)
     enrol(coursedir.db_url, coursedir.course_id, collected.students)
+    late.prepare(coursedir.db_url, coursedir.course_id, lesson, collected.students, late.LatePolicy(config=config))
+    before = regrading.snapshot(coursedir.db_url, coursedir.course_id, lesson, collected.students,
+                                points) if regrade else None
 
-    jobs = make_jobs(course, lesson, collected.students, force=force, timeout=timeout, memory_limit=memory_limit,
+    jobs = make_jobs(course, lesson, collected.students, force=force or regrade, timeout=timeout,
+                     memory_limit=memory_limit,
                      sandbox=not unsafe_no_sandbox)
     if job_timeout is None:
         job_timeout = float(config.GuardedExecute.get("notebook_timeout", 600) or 600) + 300
@@ -104,25 +109,35 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     log = layout.log(lesson)
     log.parent.mkdir(parents=True, exist_ok=True)
     bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
+
+    def done(result: Result) -> None:
+        bar.update(result)
+        gradelog.append(log, lesson, result, points)
+
     if executor is None:
-        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=bar.update)
+        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done)
     else:
-        results = _run(jobs, executor, bar.update)
+        results = _run(jobs, executor, done)
     bar.close()
 
-    grades = report.write_csv(layout.grades_csv(lesson), results, points)
+    lateness = late.read(coursedir.db_url, coursedir.course_id, lesson, [r.student for r in results], layout.submitted)
+    grades = report.write_csv(layout.grades_csv(lesson), results, points,
+                              late={s: lateness[s].describe() for s in lateness})
     graded = any(o.status == "graded" for o in results)
     plot = layout.grades_plot(lesson)
     if graded:
         report.plot_scores(plot, results, points, lesson)
     else:
         plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
-    files = {"grades": grades, **({"plot": plot} if graded else {}),
+    written, details = lesson_reports.write(lesson, results, points, layout, lateness=lateness, roster=table,
+                                            before=before)
+    files = {"grades": grades, **({"plot": plot} if graded else {}), **written,
              "feedback": layout.feedback / "<student>" / lesson,
              "log": log}
     seconds = time.monotonic() - started
     print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
                          files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review), file=out, flush=True)
+    print(details, file=out, flush=True)
     return Batch(lesson, results, collected.skipped, grades, plot if graded else None, seconds)
 
 
@@ -157,6 +172,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "files are collected under the id of the roster row they match")
     parser.add_argument("--workers", type=int, help="grading processes (default: one per core)")
     parser.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    parser.add_argument("--regrade", action="store_true",
+                        help="regrade every stored submission (as --force) and print each score that changed: "
+                             "student, exercise, before, after")
     parser.add_argument("--timeout", type=int, help="seconds each cell may run (default: nbgrader_config.py's)")
     parser.add_argument("--memory-limit", type=float, metavar="GIB",
                         help="GiB of address space per kernel (default: nbgrader_config.py's)")

@@ -89,7 +89,8 @@ class Lateness:
         parts = []
         if self.seconds > 0:
             hours = int(self.seconds // 3600)
-            parts.append(f"{hours // 24} d {hours % 24} h" if hours >= 24 else f"{hours} h {int(self.seconds % 3600) // 60} min")
+            minutes = int(self.seconds % 3600) // 60
+            parts.append(f"{hours // 24} d {hours % 24} h" if hours >= 24 else f"{hours} h {minutes} min")
         if self.lms_marked:
             parts.append("marked late by the LMS")
         text = "late " + ", ".join(parts)

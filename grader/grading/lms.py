@@ -182,7 +182,8 @@ class Roster:
                 return (row.get(columns.get(column, ""), "") or "").strip()
             ident = student_id(cell("id"))
             if ident is None:
-                raise SystemExit(f"the roster {path}, line {number}: the id '{for_terminal(cell('id'))}' is not at most "
+                shown = for_terminal(cell("id"))
+                raise SystemExit(f"the roster {path}, line {number}: the id '{shown}' is not at most "
                                  f"{MAX_ID} ASCII letters, digits or underscores")
             if ident in seen:
                 raise SystemExit(f"the roster {path}, line {number}: the id {ident!r} is there twice")
@@ -256,5 +257,6 @@ def attribute(path: str, modified: datetime, lesson: str, *, now: datetime | Non
         return Skipped(for_terminal(path), roster.find(found))
     student = student_id(ident)
     if student is None:
-        return Skipped(for_terminal(path), f"the student id must be at most {MAX_ID} ASCII letters, digits or underscores")
+        return Skipped(for_terminal(path),
+                       f"the student id must be at most {MAX_ID} ASCII letters, digits or underscores")
     return student, when

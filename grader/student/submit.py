@@ -12,8 +12,9 @@ notebook alone, saved as you left it (save it in JupyterLab first), under the na
 `grader.course.SUBMISSION_REGEXP`). The student id is your name made safe for a file name and
 an nbgrader id: accents dropped, lower case, every run of other characters one underscore
 ("Zoë O'Brien" becomes `zoe_o_brien`; "李雷" stays `李雷`, and the instructor's side gives it a
-readable ASCII id). A file that is not a readable notebook is refused, with the way to recover it. Use the same name for every lesson. The time is UTC, so
-that the instructor reads the same moment wherever you are.
+readable ASCII id). Use the same name for every lesson. The time is UTC, so that the instructor
+reads the same moment wherever you are. A file that is not a readable notebook is refused, with
+the way to recover it.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ CANVAS = {  # Canvas "Download Submissions": <name>_[LATE_]<user id>_<submission
     "nobodyelse_1999_50009_03-parallel-heads.ipynb": "not on the roster",
     "lovelaceada_1001_50001_02-scaling.ipynb": "the wrong lesson",
 }
-MOODLE_FOLDERS = {  # Moodle "Download submissions in folders": <Full Name>_<participant id>_assignsubmission_file_/<file>
+# Moodle "Download submissions in folders": <Full Name>_<participant id>_assignsubmission_file_/<file>
+MOODLE_FOLDERS = {
     "Ada Lovelace_88001_assignsubmission_file_/03-parallel-heads.ipynb": "ada's",
     "Grace Hopper_88002_assignsubmission_file_/notebook.ipynb": "grace's",
     "Alan Turing_88003_assignsubmission_file_/03-parallel-heads.ipynb": "one of two Alans",
