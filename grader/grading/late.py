@@ -22,6 +22,7 @@ since only it has a time to count from.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -62,11 +63,19 @@ class LatePenalty(LateSubmissionPlugin):
 def prepare(db_url: str, course_id: str, lesson: str, students: list[str], policy: LatePolicy) -> None:
     """Write `lesson`'s deadline and its students' extensions into the gradebook, where nbgrader reads them."""
     extensions = policy.extensions.get(lesson, {})
-    with Gradebook(db_url, course_id) as gradebook:
+    with Gradebook(db_url, course_id) as gradebook, warnings.catch_warnings():
+        # A harmless SQLAlchemy notice nbgrader 0.9 triggers when it adds a submission (as in worker.py).
+        warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session")
         gradebook.update_or_create_assignment(lesson, duedate=policy.deadline(lesson))
         for student in students:
             hours = float(extensions.get(student, 0) or 0)
-            gradebook.update_or_create_submission(lesson, student, extension=timedelta(hours=hours) if hours else None)
+            extension = timedelta(hours=hours) if hours else None
+            try:
+                gradebook.find_submission(lesson, student).extension = extension
+                gradebook.db.commit()
+            except MissingEntry:
+                if extension is not None:
+                    gradebook.add_submission(lesson, student, extension=extension)
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,10 @@ def answer_code(nb: nbformat.NotebookNode, answer_ids: list[str]) -> str:
 
 
 def given_code(release: Path) -> list[str]:
-    """The code students were given: every code cell of this release and of the other released lessons."""
-    sources = []
+    """The code students were given: every code cell of this release and of the other released lessons,
+    and this release's answer cells joined as `answer_code` joins a submission's (their seams included)."""
+    released = nbformat.read(release, as_version=4)
+    sources = [answer_code(released, notebook.solution_ids(released))]
     for path in sorted(release.parent.parent.glob("*/*.ipynb")):
         try:
             nb = nbformat.read(path, as_version=4)
