@@ -4,8 +4,8 @@ For each submission, the code of its answer cells (the release's `solution` cell
 fingerprinted with copydetect's winnowing (`copydetect.CodeFingerprint`, identifiers and literals
 normalised, so that renaming variables does not hide a copy). Fingerprints of code the students
 were given are boilerplate and never count: every code cell of the lesson's release (the answer
-cells' starter code included) and of every other released lesson (whose working functions later
-lessons hand out). Each pair whose share of matching code reaches `threshold` in either direction
+cells' starter code included), which holds the working versions of earlier lessons' functions
+that the lesson hands out. Each pair whose share of matching code reaches `threshold` in either direction
 is listed, most similar first, with the two students' answers side by side and the matching code
 marked.
 
@@ -29,6 +29,7 @@ from grader import notebook
 
 NOISE = 12  # tokens: shorter matches are never reported (copydetect's noise threshold k)
 GUARANTEE = 16  # tokens: matches this long are always found (the winnowing window is GUARANTEE - NOISE + 1)
+MIN_TOKENS = 80  # matching tokens a pair needs besides the share: the seams around given code are not work
 THRESHOLD = 0.8  # share of one submission's answer tokens that match the other's
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
@@ -53,17 +54,12 @@ def answer_code(nb: nbformat.NotebookNode, answer_ids: list[str]) -> str:
 
 
 def given_code(release: Path) -> list[str]:
-    """The code students were given: every code cell of this release and of the other released lessons,
-    and this release's answer cells joined as `answer_code` joins a submission's (their seams included)."""
+    """The code students were given: every code cell of the lesson's release (which holds the working
+    versions of earlier lessons' functions that the lesson hands out), and its answer cells joined as
+    `answer_code` joins a submission's, so that the seams between starter cells count as given too."""
     released = nbformat.read(release, as_version=4)
-    sources = [answer_code(released, notebook.solution_ids(released))]
-    for path in sorted(release.parent.parent.glob("*/*.ipynb")):
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except Exception:  # a broken release elsewhere must not stop the report
-            continue
-        sources += [str(c.source) for c in nb.cells if c.cell_type == "code"]
-    return sources
+    return [answer_code(released, notebook.solution_ids(released)),
+            *(str(c.source) for c in released.cells if c.cell_type == "code")]
 
 
 def _fingerprint(code: str, boilerplate) -> CodeFingerprint:
@@ -71,11 +67,13 @@ def _fingerprint(code: str, boilerplate) -> CodeFingerprint:
                            fp=io.StringIO(code), language="python")
 
 
-def compare(submissions: dict[str, Path], release: Path, *, threshold: float = THRESHOLD) -> list[Pair]:
-    """The pairs of `submissions` (student -> notebook) whose answers match at `threshold` or more."""
+def compare(submissions: dict[str, Path], release: Path, *, threshold: float = THRESHOLD,
+            min_tokens: int = MIN_TOKENS) -> list[Pair]:
+    """The pairs of `submissions` (student -> notebook) whose answers match at `threshold` or more,
+    in at least `min_tokens` tokens (fewer are the seams around given code, not anyone's work)."""
     released = nbformat.read(release, as_version=4)
     answer_ids = notebook.solution_ids(released)
-    boilerplate = sorted({int(h) for code in given_code(release) for h in _fingerprint(code, []).hashes})
+    boilerplate = sorted({int(h) for h in _fingerprint("\n\n".join(given_code(release)), []).hashes})
     prints = {}
     for student, path in sorted(submissions.items()):
         try:
@@ -86,8 +84,8 @@ def compare(submissions: dict[str, Path], release: Path, *, threshold: float = T
             prints[student] = (code, _fingerprint(code, boilerplate))
     pairs = []
     for (a, (code_a, fa)), (b, (code_b, fb)) in itertools.combinations(prints.items(), 2):
-        _, similarity, (slices_a, slices_b) = compare_files(fa, fb)
-        if max(similarity) >= threshold:
+        overlap, similarity, (slices_a, slices_b) = compare_files(fa, fb)
+        if overlap >= min_tokens and max(similarity) >= threshold:
             pairs.append(Pair(a, b, (float(similarity[0]), float(similarity[1])), (code_a, code_b),
                               (_ranges(slices_a), _ranges(slices_b))))
     return sorted(pairs, key=lambda p: (-p.score, p.a, p.b))

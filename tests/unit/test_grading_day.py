@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import os
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import nbformat
