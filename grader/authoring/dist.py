@@ -294,7 +294,9 @@ def contents(lessons: list[str] | None = None) -> dict[str, bytes]:
     lessons = select_lessons(lessons)
     stale = stale_lessons(lessons)
     if stale:
-        raise SystemExit(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first")
+        raise SystemExit(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first. If "
+                         "anyone worked in lessons/ here, it refuses and names those notebooks; `make release "
+                         "FORCE=1` then backs each up to lessons/<id>.backup-<date>.ipynb before replacing it")
     files: dict[str, bytes] = {path: source.read_bytes() for path, source in copied_files().items()}
     generated = {"grader/__init__.py": package_init(), "grader/__main__.py": main_module(),
                  "grader/course.py": course_module(), "nbgrader_config.py": config_module(),

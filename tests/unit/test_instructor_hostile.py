@@ -1,4 +1,4 @@
-"""The hostile suite's attacks on the grading-day features (tests/fixtures/hostile/instructor.toml), without a kernel."""
+"""The hostile suite's attacks on the grading-day features (tests/fixtures/hostile/instructor.toml), no kernel."""
 
 from __future__ import annotations
 

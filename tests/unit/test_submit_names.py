@@ -44,3 +44,20 @@ def test_a_name_that_cannot_be_an_unambiguous_id_is_refused_with_an_example(name
         submit.student_id(name)
 
 
+
+
+@pytest.mark.parametrize("content", ['{"cells": [', "not json at all", '{"a": 1}'])
+def test_a_file_that_is_not_a_notebook_is_not_handed_in_and_the_checkpoint_is_named(tmp_path, content):
+    folder = tmp_path / LESSON
+    (folder / ".ipynb_checkpoints").mkdir(parents=True)
+    broken = folder / f"{LESSON}.ipynb"
+    broken.write_text(content)
+    (folder / ".ipynb_checkpoints" / f"{LESSON}-checkpoint.ipynb").write_text("{}")
+    out = tmp_path / "submissions"
+    with pytest.raises(SystemExit) as refused:
+        submit.main(lesson=LESSON, name="Ada", notebook=broken, out=out)
+    assert "Nothing was handed in" in str(refused.value) and "-checkpoint.ipynb" in str(refused.value)
+    assert not out.exists()
+    (folder / ".ipynb_checkpoints" / f"{LESSON}-checkpoint.ipynb").unlink()
+    with pytest.raises(SystemExit, match="save it there again"):
+        submit.main(lesson=LESSON, name="Ada", notebook=broken, out=out)
