@@ -1,8 +1,8 @@
 """What a lesson's students got wrong, per exercise and per student: one HTML page and the same in the terminal.
 
 Per exercise (autograded test cell): the mean points, the share of students with full marks, and
-the failure messages grouped (the first line of the error each test cell ended with, in the
-autograded notebook), each with the students who had it, most common first. Per student: one line
+the failure messages grouped (the first error each test cell stopped with, in the autograded
+notebook, on one line), each with the students who had it, most common first. Per student: one line
 per exercise that lost points, with its message, and the lateness (grader.grading.late).
 
 Every string a submission controls (messages, ids) is escaped: `html.escape` on the page (which
@@ -51,7 +51,7 @@ class Overview:
 
 
 def failure_messages(autograded: Path, points: dict[str, float], scores: dict[str, float | None]) -> dict[str, str]:
-    """grade_id -> the failure message of each test cell that scored below its points."""
+    """grade_id -> the failure message (the cell's first error) of each test cell that scored below its points."""
     try:
         cells = notebook.cells_by_id(nbformat.read(autograded, as_version=4))
     except Exception:  # a missing or unreadable autograded copy: the scores still tell what was lost
@@ -63,7 +63,8 @@ def failure_messages(autograded: Path, points: dict[str, float], scores: dict[st
             continue
         errors = [o for o in cells.get(grade_id, {}).get("outputs", []) if o.get("output_type") == "error"]
         if errors:
-            text = f"{errors[-1].get('ename', '')}: {strip_ansi(str(errors[-1].get('evalue', '')))}".strip(": ")
+            first = errors[0]  # the cause: later errors (hidden tests that did not run) follow from it
+            text = f"{first.get('ename', '')}: {strip_ansi(str(first.get('evalue', '')))}".strip(": ")
             text = " ".join(text.split())
             messages[grade_id] = (text[:MAX_MESSAGE] + "...") if len(text) > MAX_MESSAGE else (text or NO_MESSAGE)
         else:
