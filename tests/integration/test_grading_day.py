@@ -105,9 +105,15 @@ def grades_dir(root: Path) -> Path:
     return root / "grader" / "state" / "grades"
 
 
+def grades(root: Path) -> dict[str, dict[str, str]]:
+    """The grades CSV's rows by student."""
+    text = (grades_dir(root) / f"{LESSON}.csv").read_text()
+    return {row["student"]: row for row in csv.DictReader(text.splitlines())}
+
+
 def test_the_canvas_zip_is_collected_by_roster_id_and_the_stranger_is_listed(day):
     root, first, _ = day
-    rows = {row["student"]: row for row in csv.DictReader((grades_dir(root) / f"{LESSON}.csv").read_text().splitlines())}
+    rows = grades(root)
     assert set(rows) == {"ada", "grace", "eve", "alan"}
     assert all(row["status"] == "graded" for row in rows.values())
     assert "mallorymal_1999_70009" in first.stdout and "not on the roster" in first.stdout
@@ -115,7 +121,7 @@ def test_the_canvas_zip_is_collected_by_roster_id_and_the_stranger_is_listed(day
 
 def test_the_late_submission_is_flagged_and_penalised_and_the_extension_holds(day):
     root, first, _ = day
-    rows = {row["student"]: row for row in csv.DictReader((grades_dir(root) / f"{LESSON}.csv").read_text().splitlines())}
+    rows = grades(root)
     assert rows["eve"]["late"].startswith("late 1 d 0 h, marked late by the LMS (-")
     assert rows["grace"]["late"] == "" and rows["ada"]["late"] == "" and rows["alan"]["late"] == ""
     canvas = list(csv.reader((grades_dir(root) / f"{LESSON}-canvas.csv").read_text().splitlines()))
