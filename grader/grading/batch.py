@@ -22,7 +22,7 @@ from grader.grading import gradelog, late, lesson_reports, report
 from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
-from grader.grading.lms import DownloadFormats, Roster
+from grader.grading.lms import DownloadFormats, Roster, record_names
 from grader.grading.roster import enrol
 from grader.grading.supervisor import supervise
 from grader.grading.worker import Job, Result, grade
@@ -96,6 +96,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     table = Roster.read(roster) if roster is not None else None
     collected = collect(lesson, layout.submitted, source, roster=table, formats=DownloadFormats(config=config).formats)
     enrol(coursedir.db_url, coursedir.course_id, collected.students)
+    if table is not None:
+        record_names(coursedir.db_url, coursedir.course_id, table, collected.students)
     late.prepare(coursedir.db_url, coursedir.course_id, lesson, collected.students, late.LatePolicy(config=config))
     before = regrading.snapshot(coursedir.db_url, coursedir.course_id, lesson, collected.students,
                                 points) if regrade else None

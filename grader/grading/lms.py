@@ -260,3 +260,17 @@ def attribute(path: str, modified: datetime, lesson: str, *, now: datetime | Non
         return Skipped(for_terminal(path),
                        f"the student id must be at most {MAX_ID} ASCII letters, digits or underscores")
     return student, when
+
+
+def record_names(db_url: str, course_id: str, roster: Roster, students: list[str]) -> None:
+    """Give each of `students` that is on the roster its name and email in nbgrader's gradebook
+    (shown by nbgrader's formgrader): the last word of the name as the last name."""
+    from nbgrader.api import Gradebook
+
+    rows = {s.id: s for s in roster.students}
+    with Gradebook(db_url, course_id) as gradebook:
+        for student in students:
+            if row := rows.get(student):
+                *first, last = row.name.split() or [""]
+                gradebook.update_or_create_student(student, first_name=" ".join(first) or None,
+                                                   last_name=last or None, email=row.email or None)

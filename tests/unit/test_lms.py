@@ -136,3 +136,19 @@ def test_readable_ids_from_names_in_any_script():
     assert lms.readable_id("Zoë O'Brien") == "zoe_o_brien"
     assert lms.readable_id("Пётр") == "petr"
     assert lms.readable_id("!!!") == ""
+
+
+def test_roster_names_and_emails_reach_the_gradebook(tmp_path, monkeypatch):
+    import os
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as book:
+        book.update_or_create_student("ada")
+    lms.record_names(url, "", roster(tmp_path), ["ada", "not_on_roster"])
+    with Gradebook(url) as book:
+        ada = book.find_student("ada")
+        assert (ada.first_name, ada.last_name, ada.email) == ("Ada", "Lovelace", "ada@uni.example")
