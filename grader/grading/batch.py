@@ -167,8 +167,8 @@ def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id, e.g. 03-parallel-heads")
     parser.add_argument("--source", type=Path,
-                        help="folder or .zip of notebooks downloaded from the LMS, named "
-                             "<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
+                        help="folder or .zip downloaded from the LMS: Canvas's or Moodle's download, or "
+                             "make-submit files <lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
     parser.add_argument("--roster", type=Path,
                         help="CSV exported from the LMS with the columns id, name and optionally email, lms_id: "
                              "files are collected under the id of the roster row they match")

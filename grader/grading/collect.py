@@ -4,13 +4,15 @@ Submissions arrive in one of two ways:
 
 - already in nbgrader's layout, `<submitted>/<student>/<lesson>/<lesson>.ipynb` (for example from
   `nbgrader collect`, or copied there by hand);
-- as notebooks downloaded from a learning-management system, in a folder or a .zip, named by
-  nbgrader's zip_collect conventions (`grader.course.SUBMISSION_REGEXP`), as students' `make
-  submit` names them: `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`.
+- as notebooks downloaded from a learning-management system, in a folder or a .zip: Canvas's
+  "Download Submissions", Moodle's, or students' `make submit` files named by nbgrader's
+  zip_collect conventions (`grader.course.SUBMISSION_REGEXP`),
+  `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`. Which student a file is, with or
+  without a roster, is grader.grading.lms's to say.
 
 The student id in a name is normalised (Unicode NFKC, case-folded) and must then be ASCII letters,
-digits and underscores, at most MAX_ID characters: `Ada` and `ada` are one student, and a
-look-alike in another script is refused rather than made a new student. Times are parsed, never
+digits and underscores, at most MAX_ID characters: `Ada` and `ada` are one student, and a name in
+another script gets an id of its own (`lms.script_id`), never a look-alike's. Times are parsed, never
 compared as text. A downloaded attempt is copied with its time in `timestamp.txt` (which nbgrader
 reads) and the file it came from in `collected_from.txt`. Nothing is chosen silently:
 
