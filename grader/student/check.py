@@ -218,7 +218,7 @@ def check_notebook(lesson: str, notebook: Path, *, config: Config | None = None)
         nb = nbformat.read(notebook, as_version=4)
     except Exception as error:  # any unreadable file is reported, not raised
         return LessonCheck(lesson, notebook, problem=f"cannot read {notebook}: {error}")
-    unsaved = last_unsaved_run(nb)
+    unsaved = last_unsaved_run(nb, saved_at=notebook.stat().st_mtime)
     released = released_notebook(lesson, config)
     restored, deleted, edited = restore_locked_cells(nb, released)
     config = copy.deepcopy(config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -19,7 +20,7 @@ def test_failed_exercises_exit_0_unless_strict_and_an_unreadable_notebook_exits_
     assert check.exit_status([passed, broken]) == 2
 
 
-def history(path: Path, sessions: dict[int, list[str]]) -> Path:
+def history(path: Path, sessions: dict[int, list[str]], start: str = "2026-12-01 10:00:00.000001") -> Path:
     """An IPython history database with these sessions' inputs (as IPython's own schema has them)."""
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE sessions (session integer primary key autoincrement, start timestamp, "
@@ -27,7 +28,7 @@ def history(path: Path, sessions: dict[int, list[str]]) -> Path:
         db.execute("CREATE TABLE history (session integer, line integer, source text, source_raw text, "
                    "PRIMARY KEY (session, line))")
         for session, inputs in sessions.items():
-            db.execute("INSERT INTO sessions VALUES (?, '2026-12-01', NULL, NULL, '')", (session,))
+            db.execute("INSERT INTO sessions VALUES (?, ?, NULL, NULL, '')", (session, start))
             db.executemany("INSERT INTO history VALUES (?, ?, ?, ?)",
                            [(session, line, text, text) for line, text in enumerate(inputs, start=1)])
     return path
@@ -46,6 +47,14 @@ def test_a_kernel_that_ran_more_cells_than_were_saved_is_reported(tmp_path):
     assert unsaved.last_unsaved_run(nb, ran_more) == (4, 3)
     report = check.report(check.LessonCheck("l", tmp_path / "l.ipynb", unsaved=(4, 3)), root=tmp_path)
     assert "older than your last run" in report and "Save" in report
+
+
+def test_a_kernel_started_after_the_save_that_ran_cells_is_reported(tmp_path):
+    nb = saved_notebook([None, None, None])  # saved with outputs cleared
+    saved_at = datetime(2026, 12, 1, 9, 0).timestamp()
+    later = history(tmp_path / "h.sqlite", {1: ["x0 = 0", "x1 = 1"]}, start="2026-12-01 10:00:00")
+    assert unsaved.last_unsaved_run(nb, later, saved_at=saved_at) == (2, 0)
+    assert unsaved.last_unsaved_run(nb, later, saved_at=datetime(2026, 12, 1, 11, 0).timestamp()) is None
 
 
 def test_no_hint_when_saved_after_the_last_run_or_when_no_session_is_this_notebooks(tmp_path):
