@@ -30,6 +30,7 @@ from grader import notebook
 NOISE = 12  # tokens: shorter matches are never reported (copydetect's noise threshold k)
 GUARANTEE = 16  # tokens: matches this long are always found (the winnowing window is GUARANTEE - NOISE + 1)
 MIN_TOKENS = 80  # matching tokens a pair needs besides the share: the seams around given code are not work
+MAX_CODE = 20_000  # characters of one submission's answer code compared: a huge one costs no more than this
 THRESHOLD = 0.8  # share of one submission's answer tokens that match the other's
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
@@ -77,7 +78,7 @@ def compare(submissions: dict[str, Path], release: Path, *, threshold: float = T
     prints = {}
     for student, path in sorted(submissions.items()):
         try:
-            code = answer_code(nbformat.read(path, as_version=4), answer_ids)
+            code = answer_code(nbformat.read(path, as_version=4), answer_ids)[:MAX_CODE]
         except Exception:  # an unreadable notebook has no answers to compare
             continue
         if code.strip():

@@ -91,3 +91,12 @@ def test_answers_crafted_against_the_similarity_report_are_escaped_and_given_cod
     pairs = similarity.compare({"a": paths["mallory"], "b": paths["mallory"]}, RELEASE, threshold=0.0)
     page = similarity.write_html(tmp_path / "s.html", LESSON, pairs, compared=2).read_text()
     assert "<script" not in page and "<img" not in page and "</pre><script>" not in page
+
+
+def test_a_huge_answer_costs_the_similarity_report_no_more_than_its_cap(tmp_path):
+    huge = tmp_path / "huge.ipynb"
+    nb = build(LESSON, RELEASE, Variant("huge", untouched=True))
+    notebook.cells_by_id(nb)["split_heads"].source = "\n".join(f"v{i} = w{i} * {i}" for i in range(100_000))
+    nbformat.write(nb, huge)
+    [pair] = similarity.compare({"a": huge, "b": huge}, RELEASE, threshold=0.0, min_tokens=0)
+    assert len(pair.code[0]) == similarity.MAX_CODE
