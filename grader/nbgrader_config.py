@@ -76,3 +76,10 @@ c.LimitOutput.max_lines = 1000  # lines of output kept per cell (nbgrader's defa
 c.SanitizeHTML.safe_output_keys = ["metadata", "text/plain", "text/latex", "application/json", "image/png",
                                    "image/jpeg"]
 c.SafeFeedbackExporter.max_bytes = 8 * 1024**2
+# ---- the late policy (grader/grading/late.py): deadlines per lesson, extensions per student, and the
+# penalty nbgrader's AssignLatePenalties step takes through the course's plugin. No deadline: never late.
+c.AssignLatePenalties.plugin_class = "grader.grading.late.LatePenalty"
+c.LatePenalty.percent_per_day = 10.0  # of the notebook's score, per started day late
+c.LatePenalty.max_percent = 100.0
+c.LatePolicy.deadlines = {}  # e.g. {"03-parallel-heads": "2026-12-01 23:59:00 UTC"}
+c.LatePolicy.extensions = {}  # e.g. {"03-parallel-heads": {"ada": 48}}: hours, per student

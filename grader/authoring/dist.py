@@ -42,6 +42,7 @@ import nbformat
 from traitlets.config import Config, PyFileConfigLoader
 
 from grader.__main__ import COMMANDS
+from grader.authoring import dist_steps
 from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG, nbgrader_config, select_lessons, student_notebook
 
 GRADER = REPO / "grader"
@@ -289,12 +290,19 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def contents(lessons: list[str] | None = None) -> dict[str, bytes]:
-    """Distribution path -> bytes of every file of the distribution, manifest included."""
+def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]] | None = None) -> dict[str, bytes]:
+    """Distribution path -> bytes of every file of the distribution, manifest included.
+
+    `kept` (lesson -> its files as an earlier distribution published them) are written as they
+    were instead of from lessons/ (grader/authoring/dist_steps.py).
+    """
     lessons = select_lessons(lessons)
-    stale = stale_lessons(lessons)
+    kept = kept or {}
+    stale = stale_lessons([lesson for lesson in lessons if lesson not in kept])
     if stale:
-        raise SystemExit(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first")
+        raise SystemExit(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first. If "
+                         "anyone worked in lessons/ here, it refuses and names those notebooks; `make release "
+                         "FORCE=1` then backs each up to lessons/<id>.backup-<date>.ipynb before replacing it")
     files: dict[str, bytes] = {path: source.read_bytes() for path, source in copied_files().items()}
     generated = {"grader/__init__.py": package_init(), "grader/__main__.py": main_module(),
                  "grader/course.py": course_module(), "nbgrader_config.py": config_module(),
@@ -304,6 +312,10 @@ def contents(lessons: list[str] | None = None) -> dict[str, bytes]:
     code = dict(sorted(files.items()))
     releases = {}
     for lesson in lessons:
+        if lesson in kept:
+            files |= kept[lesson]
+            releases[lesson] = sha256(kept[lesson][f"{RELEASES}/{lesson}.ipynb"])
+            continue
         for path in sorted(p for p in (LESSONS / lesson).rglob("*") if p.is_file()):
             if not IGNORED.search(path.as_posix()):
                 files[path.relative_to(REPO).as_posix()] = path.read_bytes()
@@ -366,16 +378,29 @@ def differences(out: Path, files: dict[str, bytes] | None = None) -> list[str]:
     return found
 
 
-def main(*, out: Path, lessons: list[str] | None = None, check: bool = False) -> list[str]:
+def main(*, out: Path, lessons: list[str] | None = None, check: bool = False,
+         republish: list[str] | None = None) -> list[str]:
     """Write the student distribution of `lessons` (default: all) to `out`; return its files.
 
-    With `check`, write nothing and return how `out` differs from a fresh distribution instead.
+    Lessons that the distribution already in `out` published are kept exactly as published, and
+    stay in it even when `lessons` leaves them out, except those in `republish`, which are written
+    from the current release (grader/authoring/dist_steps.py). With `check`, write nothing and
+    return how `out` differs from a fresh distribution instead.
     """
     out = Path(out).expanduser().resolve()
     if check:
         return differences(out, contents(lessons))
     _refuse(out)  # before the minute of building, not after
-    files = contents(lessons)
+    shipped = dist_steps.published(out, MANIFEST, RELEASES)
+    earlier = {lesson: files for lesson, files in shipped.items() if lesson not in (republish or [])}
+    if shipped:
+        lessons = select_lessons(sorted({*select_lessons(lessons), *shipped}))
+        changed = [lesson for lesson in earlier if student_notebook(lesson).is_file()
+                   and student_notebook(lesson).read_bytes() != earlier[lesson][f"{RELEASES}/{lesson}.ipynb"]]
+        for lesson in changed:
+            print(f"{lesson}: kept as published (its release changed since; students keep what they have). "
+                  f"`--republish {lesson}` replaces it.")
+    files = contents(lessons, kept=earlier)
     with tempfile.TemporaryDirectory(prefix="dist-") as scratch:  # nothing half-written if a file fails
         write(Path(scratch), files)
         _prepare(out)
@@ -388,15 +413,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True,
                         help="folder to write the distribution to (outside the repository)")
     parser.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    parser.add_argument("--lessons", dest="lesson_spec", metavar="LESSONS",
+                        help="the lessons opened so far: ids, numbers or ranges, e.g. 01-03 (default: all)")
+    parser.add_argument("--republish", action="append", default=[], metavar="LESSON",
+                        help="write this lesson from the current release even if the distribution already has it")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; list how --out differs from a fresh distribution (exit 1 if it does)")
 
 
 def run(args: argparse.Namespace) -> None:
+    lessons = [*args.lessons, *(dist_steps.parse(args.lesson_spec) if args.lesson_spec else [])] or None
     if args.check:
-        found = main(out=args.out, lessons=args.lessons or None, check=True)
+        found = main(out=args.out, lessons=lessons, check=True)
         print("\n".join(found) if found else f"{args.out} is exactly what `make dist` writes now")
         raise SystemExit(1 if found else 0)
-    files = main(out=args.out, lessons=args.lessons or None)
+    files = main(out=args.out, lessons=lessons, republish=args.republish)
     print(f"wrote the student distribution to {args.out} ({len(files)} files): publish that folder as it is. "
           f"Students run `make lab`, `make check`, `make submit` there; see its README.md.")

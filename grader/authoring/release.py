@@ -5,32 +5,52 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.course import REPO, nbgrader_api, nbgrader_config, select_lessons
+from grader.authoring import release_guard
+from grader.course import REPO, Layout, nbgrader_api, nbgrader_config, select_lessons
 
 
-def main(*, lessons: list[str] | None = None, course: Path = REPO) -> list[str]:
+def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool = False) -> list[str]:
     """Run nbgrader's generate_assignment for each lesson; return the lessons released.
 
     `course` is the folder whose nbgrader_config.py is used (default: this repository, which
     releases into lessons/ and records the test cells in its gradebook). The steps are
-    `grader.pipeline.release_steps()`.
+    `grader.pipeline.release_steps()`. A lesson notebook that is not the release it would replace
+    (someone worked in it: grader/authoring/release_guard.py) is never replaced: releasing refuses
+    before writing anything, unless `force`, which first backs it up next to its lesson folder.
     """
     lessons = select_lessons(lessons)
     config = nbgrader_config(course)
+    layout = Layout.of(config)
+    worked = [layout.release_notebook(lesson) for lesson in lessons
+              if release_guard.is_work(layout.release_notebook(lesson), layout.state)]
+    if worked and not force:
+        names = "\n".join(f"  {path}" for path in worked)
+        raise SystemExit(f"not released: these notebooks differ from the release they would replace (someone "
+                         f"worked in them), and releasing would delete that work:\n{names}\nTo release anyway, "
+                         "run `make release LESSON=<id> FORCE=1` (python -m grader release <id> --force): it "
+                         "first copies each notebook, and its JupyterLab checkpoint, to lessons/<id>.backup-"
+                         "<date>.ipynb.")
+    for path in worked:
+        for copy in release_guard.backup(path):
+            print(f"backed up {path.name} to {copy}")
     api = nbgrader_api(config)
     for lesson in lessons:
         result = api.generate_assignment(lesson, force=True, create=True)
         if not result["success"]:
             raise SystemExit(f"releasing {lesson} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
+        release_guard.record(layout.state, layout.release_notebook(lesson))
         print(f"released {lesson}")
     return lessons
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lessons", nargs="*", help="lesson ids (default: all)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace lesson notebooks someone worked in, after backing each up to "
+                             "lessons/<id>.backup-<date>.ipynb")
     parser.add_argument("--course", type=Path, default=REPO,
                         help="folder whose nbgrader_config.py to use (default: this repository)")
 
 
 def run(args: argparse.Namespace) -> None:
-    main(lessons=args.lessons, course=args.course)
+    main(lessons=args.lessons, course=args.course, force=args.force)

@@ -18,9 +18,11 @@ from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
 from grader.course import REPO, Layout, nbgrader_config, require_course_id, select_lessons
-from grader.grading import report
+from grader.grading import gradelog, late, lesson_reports, report
+from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
+from grader.grading.lms import DownloadFormats, Roster, record_names
 from grader.grading.roster import enrol
 from grader.grading.supervisor import supervise
 from grader.grading.worker import Job, Result, grade
@@ -39,7 +41,8 @@ class Batch:
     seconds: float
 
 
-def main(*, lesson: str, course: Path = REPO, source: Path | None = None, workers: int | None = None,
+def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster: Path | None = None,
+         regrade: bool = False, workers: int | None = None,
          force: bool = False, timeout: int | None = None, memory_limit: int | None = None,
          unsafe_no_sandbox: bool = False, job_timeout: float | None = None,
          executor: Executor | None = None, progress: TextIO = sys.stderr, out: TextIO = sys.stdout) -> Batch:
@@ -90,10 +93,17 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
         raise SystemExit(f"{release} is missing: run `make release LESSON={lesson}` first")
     points = notebook.test_points(nbformat.read(release, as_version=4))
 
-    collected = collect(lesson, layout.submitted, source)
+    table = Roster.read(roster) if roster is not None else None
+    collected = collect(lesson, layout.submitted, source, roster=table, formats=DownloadFormats(config=config).formats)
     enrol(coursedir.db_url, coursedir.course_id, collected.students)
+    if table is not None:
+        record_names(coursedir.db_url, coursedir.course_id, table, collected.students)
+    late.prepare(coursedir.db_url, coursedir.course_id, lesson, collected.students, late.LatePolicy(config=config))
+    before = regrading.snapshot(coursedir.db_url, coursedir.course_id, lesson, collected.students,
+                                points) if regrade else None
 
-    jobs = make_jobs(course, lesson, collected.students, force=force, timeout=timeout, memory_limit=memory_limit,
+    jobs = make_jobs(course, lesson, collected.students, force=force or regrade, timeout=timeout,
+                     memory_limit=memory_limit,
                      sandbox=not unsafe_no_sandbox)
     if job_timeout is None:
         job_timeout = float(config.GuardedExecute.get("notebook_timeout", 600) or 600) + 300
@@ -101,25 +111,35 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, worker
     log = layout.log(lesson)
     log.parent.mkdir(parents=True, exist_ok=True)
     bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
+
+    def done(result: Result) -> None:
+        bar.update(result)
+        gradelog.append(log, lesson, result, points)
+
     if executor is None:
-        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=bar.update)
+        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done)
     else:
-        results = _run(jobs, executor, bar.update)
+        results = _run(jobs, executor, done)
     bar.close()
 
-    grades = report.write_csv(layout.grades_csv(lesson), results, points)
+    lateness = late.read(coursedir.db_url, coursedir.course_id, lesson, [r.student for r in results], layout.submitted)
+    grades = report.write_csv(layout.grades_csv(lesson), results, points,
+                              late={s: lateness[s].describe() for s in lateness})
     graded = any(o.status == "graded" for o in results)
     plot = layout.grades_plot(lesson)
     if graded:
         report.plot_scores(plot, results, points, lesson)
     else:
         plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
-    files = {"grades": grades, **({"plot": plot} if graded else {}),
+    written, details = lesson_reports.write(lesson, results, points, layout, lateness=lateness, roster=table,
+                                            before=before)
+    files = {"grades": grades, **({"plot": plot} if graded else {}), **written,
              "feedback": layout.feedback / "<student>" / lesson,
              "log": log}
     seconds = time.monotonic() - started
     print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
                          files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review), file=out, flush=True)
+    print(details, file=out, flush=True)
     return Batch(lesson, results, collected.skipped, grades, plot if graded else None, seconds)
 
 
@@ -147,10 +167,16 @@ def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id, e.g. 03-parallel-heads")
     parser.add_argument("--source", type=Path,
-                        help="folder or .zip of notebooks downloaded from the LMS, named "
-                             "<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
+                        help="folder or .zip downloaded from the LMS: Canvas's or Moodle's download, or "
+                             "make-submit files <lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
+    parser.add_argument("--roster", type=Path,
+                        help="CSV exported from the LMS with the columns id, name and optionally email, lms_id: "
+                             "files are collected under the id of the roster row they match")
     parser.add_argument("--workers", type=int, help="grading processes (default: one per core)")
     parser.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    parser.add_argument("--regrade", action="store_true",
+                        help="regrade every stored submission (as --force) and print each score that changed: "
+                             "student, exercise, before, after")
     parser.add_argument("--timeout", type=int, help="seconds each cell may run (default: nbgrader_config.py's)")
     parser.add_argument("--memory-limit", type=float, metavar="GIB",
                         help="GiB of address space per kernel (default: nbgrader_config.py's)")
@@ -163,5 +189,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     memory = None if args.memory_limit is None else int(args.memory_limit * 1024**3)
-    main(lesson=args.lesson, course=args.course, source=args.source, workers=args.workers, force=args.force,
+    main(lesson=args.lesson, course=args.course, source=args.source, roster=args.roster, regrade=args.regrade,
+         workers=args.workers, force=args.force,
          timeout=args.timeout, memory_limit=memory, unsafe_no_sandbox=args.unsafe_no_sandbox)

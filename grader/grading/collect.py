@@ -4,13 +4,15 @@ Submissions arrive in one of two ways:
 
 - already in nbgrader's layout, `<submitted>/<student>/<lesson>/<lesson>.ipynb` (for example from
   `nbgrader collect`, or copied there by hand);
-- as notebooks downloaded from a learning-management system, in a folder or a .zip, named by
-  nbgrader's zip_collect conventions (`grader.course.SUBMISSION_REGEXP`), as students' `make
-  submit` names them: `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`.
+- as notebooks downloaded from a learning-management system, in a folder or a .zip: Canvas's
+  "Download Submissions", Moodle's, or students' `make submit` files named by nbgrader's
+  zip_collect conventions (`grader.course.SUBMISSION_REGEXP`),
+  `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`. Which student a file is, with or
+  without a roster, is grader.grading.lms's to say.
 
 The student id in a name is normalised (Unicode NFKC, case-folded) and must then be ASCII letters,
-digits and underscores, at most MAX_ID characters: `Ada` and `ada` are one student, and a
-look-alike in another script is refused rather than made a new student. Times are parsed, never
+digits and underscores, at most MAX_ID characters: `Ada` and `ada` are one student, and a name in
+another script gets an id of its own (`lms.script_id`), never a look-alike's. Times are parsed, never
 compared as text. A downloaded attempt is copied with its time in `timestamp.txt` (which nbgrader
 reads) and the file it came from in `collected_from.txt`. Nothing is chosen silently:
 
@@ -96,14 +98,20 @@ def parse_name(name: str, lesson: str, *, now: datetime | None = None) -> tuple[
     return student, when
 
 
-def collect(lesson: str, submitted: Path, source: Path | None = None, *, now: datetime | None = None) -> Collected:
+def collect(lesson: str, submitted: Path, source: Path | None = None, *, now: datetime | None = None,
+            roster=None, formats: dict[str, str] | None = None) -> Collected:
     """Copy the downloads in `source` (a folder or .zip, if given) into `submitted`, then list the
-    lesson's submissions found there."""
+    lesson's submissions found there.
+
+    Each file is attributed to a student by grader.grading.lms: its download format (`formats`,
+    default `lms.FORMATS`) and, if given, the `roster` (an `lms.Roster`)."""
+    from grader.grading import lms
+
     result = Collected([])
     if source is not None:
         attempts: dict[str, list[Attempt]] = {}
-        for name, read in _downloads(source, result.skipped):
-            parsed = parse_name(name, lesson, now=now)
+        for name, read, modified in _downloads(source, result.skipped):
+            parsed = lms.attribute(name, modified, lesson, now=now, roster=roster, formats=formats)
             if isinstance(parsed, Skipped):
                 result.skipped.append(parsed)
             else:
@@ -137,8 +145,9 @@ def _collect_student(folder: Path, lesson: str, tries: list[Attempt], result: Co
         result.skipped.append(Skipped(latest.file, f"could not be collected: {type(error).__name__}: {error}"))
 
 
-def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Callable[[], bytes]]]:
-    """(file name, function returning its bytes) for every acceptable file of a folder or .zip."""
+def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Callable[[], bytes], datetime]]:
+    """(path in the download, function returning its bytes, time it was last changed, as UTC) for
+    every acceptable file of a folder or .zip."""
     def hidden(parts: tuple[str, ...]) -> bool:  # .DS_Store, __MACOSX/ and the like
         return any(part.startswith((".", "__MACOSX")) for part in parts)
 
@@ -155,7 +164,8 @@ def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Call
                 if path.stat().st_size > MAX_ENTRY:
                     skipped.append(Skipped(path.name, f"larger than {MAX_ENTRY} bytes"))
                 else:
-                    yield path.name, lambda path=path: _read_capped(path.open("rb"))
+                    yield (str(relative), lambda path=path: _read_capped(path.open("rb")),
+                           datetime.fromtimestamp(path.stat().st_mtime, timezone.utc))
     elif zipfile.is_zipfile(source):
         archive = zipfile.ZipFile(source)
         counts = Counter(info.filename for info in archive.infolist())
@@ -172,9 +182,17 @@ def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Call
             elif info.compress_size and info.file_size > MAX_RATIO * info.compress_size:
                 skipped.append(Skipped(parts[-1], f"expands to over {MAX_RATIO} times its compressed size"))
             else:
-                yield parts[-1], lambda info=info: _read_capped(archive.open(info))
+                yield info.filename, lambda info=info: _read_capped(archive.open(info)), _zip_time(info)
     else:
         raise SystemExit(f"{source}: not a folder or a .zip of downloaded submissions")
+
+
+def _zip_time(info: zipfile.ZipInfo) -> datetime:
+    """A zip entry's time (zip stores no time zone: read as UTC)."""
+    try:
+        return datetime(*info.date_time, tzinfo=timezone.utc)
+    except ValueError:
+        return datetime(1980, 1, 1, tzinfo=timezone.utc)
 
 
 def _read_capped(handle) -> bytes:

@@ -17,6 +17,7 @@ from matplotlib.ticker import MaxNLocator
 from grader.grading.collect import Skipped
 from grader.grading.triage import needs_review
 from grader.grading.worker import Result
+from grader.safe_text import for_csv
 
 
 def points_text(result: Result, points: dict[str, float]) -> str:
@@ -63,17 +64,21 @@ def _clock(seconds: float) -> str:
     return f"{minutes}:{seconds:02d}"
 
 
-def write_csv(path: Path, results: Sequence[Result], points: dict[str, float]) -> Path:
-    """One row per student: points per test cell, total, status, flags (or why grading failed)."""
+def write_csv(path: Path, results: Sequence[Result], points: dict[str, float],
+              late: dict[str, str] | None = None) -> Path:
+    """One row per student: points per test cell, total, status, flags (or why grading failed), and
+    with `late` (student -> how late, "" when on time) a last column `late`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", *points, "total", "status", "flags"])
+        writer.writerow(["student", *points, "total", "status", "flags", *(["late"] if late is not None else [])])
         for result in sorted(results, key=lambda o: o.student):
             scores = [_number(result.scores.get(name)) for name in points]
             flags = [str(flag) for flag in result.flags]
             notes = flags if result.status == "graded" else [result.reason, *flags]
-            writer.writerow([result.student, *scores, _number(result.total), result.status, "; ".join(notes)])
+            lateness = [for_csv(late.get(result.student, ""))] if late is not None else []
+            writer.writerow([result.student, *scores, _number(result.total), result.status, "; ".join(notes),
+                             *lateness])
     return path
 
 

@@ -10,7 +10,11 @@ one line per exercise:
 - **failed**, with the visible test's message (it names the likely mistake);
 - **not attempted**: the answer cell is still the release's `raise NotImplementedError()` stub.
 
-It exits non-zero unless every exercise passed and every locked cell is intact. Passing is
+Exit status, for scripts: 0 when every notebook was checked, whatever the exercises' results
+(failed exercises are a normal result of a check, not an error); 1 with `--strict` when some
+exercise did not pass or a locked cell was changed; 2 when a notebook could not be checked at all
+(missing, unreadable, or its kernel died). When IPython's history shows the kernel ran cells after
+the notebook was last saved, the report says so first (grader/student/unsaved.py). Passing is
 reported as "visible checks passed; hidden tests run at grading": hidden tests call your code on
 fresh inputs when your notebook is graded, and this check cannot see them.
 
@@ -59,6 +63,7 @@ from traitlets.config import Config
 from grader import notebook as nbmeta
 from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
 from grader.student import releases
+from grader.student.unsaved import last_unsaved_run
 
 PASSED = "passed"
 FAILED = "failed"
@@ -91,6 +96,7 @@ class LessonCheck:
     deleted: tuple[str, ...] = ()  # grade_ids of locked cells missing from the notebook
     edited: tuple[str, ...] = ()  # grade_ids of locked cells that differ from the lesson's
     problem: str = ""  # set when the notebook could not be checked at all
+    unsaved: tuple[int, int] | None = None  # (kernel's last execution count, highest saved), when newer
 
     @property
     def ok(self) -> bool:
@@ -212,6 +218,7 @@ def check_notebook(lesson: str, notebook: Path, *, config: Config | None = None)
         nb = nbformat.read(notebook, as_version=4)
     except Exception as error:  # any unreadable file is reported, not raised
         return LessonCheck(lesson, notebook, problem=f"cannot read {notebook}: {error}")
+    unsaved = last_unsaved_run(nb, saved_at=notebook.stat().st_mtime)
     released = released_notebook(lesson, config)
     restored, deleted, edited = restore_locked_cells(nb, released)
     config = copy.deepcopy(config)
@@ -225,7 +232,7 @@ def check_notebook(lesson: str, notebook: Path, *, config: Config | None = None)
                            problem=f"the notebook could not be run: {type(error).__name__}: {error}")
     timeout = config.Execute.get("timeout", Execute.timeout.default_value)
     exercises = _exercises(executed, released, runner.log, timeout)
-    return LessonCheck(lesson, notebook, exercises, tuple(deleted), tuple(edited))
+    return LessonCheck(lesson, notebook, exercises, tuple(deleted), tuple(edited), unsaved=unsaved)
 
 
 def _points(value: float) -> str:
@@ -239,6 +246,10 @@ def report(check: LessonCheck, *, root: Path = REPO) -> str:
     except ValueError:
         where = check.notebook
     lines = [f"{check.lesson}  ({where})"]
+    if check.unsaved:
+        ran, saved = check.unsaved
+        lines.append(f"  NOTE: your kernel ran cell [{ran}] but the saved file's last run cell is [{saved}]: the file "
+                     "on disk is older than your last run. Save in JupyterLab (File > Save Notebook) and check again.")
     if check.problem:
         lines.append(f"  cannot check: {check.problem}")
     width = max((len(e.name) for e in check.exercises), default=0)
@@ -294,8 +305,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notebook", type=Path,
                         help="check this notebook instead of lessons/<id>/<id>.ipynb (one lesson only)")
     parser.add_argument("--timeout", type=int, help="seconds allowed per cell (default: the grading limit)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit with 1 unless every exercise passed and every locked cell is intact")
+
+
+def exit_status(results: list[LessonCheck], *, strict: bool = False) -> int:
+    """2 if a notebook could not be checked; else 1 with `strict` if not all passed; else 0."""
+    if any(r.problem for r in results):
+        return 2
+    return 1 if strict and not all(r.ok for r in results) else 0
 
 
 def run(args: argparse.Namespace) -> None:
     results = main(lessons=args.lessons, notebook=args.notebook, timeout=args.timeout)
-    raise SystemExit(0 if all(r.ok for r in results) else 1)
+    raise SystemExit(exit_status(results, strict=args.strict))

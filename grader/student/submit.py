@@ -11,8 +11,10 @@ notebook alone, saved as you left it (save it in JupyterLab first), under the na
 (`grader.course.submission_filename`; the instructor's collect step parses it with
 `grader.course.SUBMISSION_REGEXP`). The student id is your name made safe for a file name and
 an nbgrader id: accents dropped, lower case, every run of other characters one underscore
-("Zoë O'Brien" becomes `zoe_o_brien`). Use the same name for every lesson. The time is UTC, so
-that the instructor reads the same moment wherever you are.
+("Zoë O'Brien" becomes `zoe_o_brien`; "李雷" stays `李雷`, and the instructor's side gives it a
+readable ASCII id). Use the same name for every lesson. The time is UTC, so that the instructor
+reads the same moment wherever you are. A file that is not a readable notebook is refused, with
+the way to recover it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import shutil
 import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
+
+import nbformat
 
 from grader.course import (
     LESSONS,
@@ -38,9 +42,15 @@ from grader.student import check
 
 
 def student_id(name: str) -> str:
-    """`name` as an nbgrader student id: lower-case ASCII letters and digits joined by underscores."""
-    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-    ident = re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")
+    """`name` as an nbgrader student id: lower-case letters and digits joined by underscores.
+
+    Latin letters lose their accents ("Zoë" gives `zoe`); letters of other scripts are kept as
+    they are ("李雷" stays `李雷`), and the instructor's collect step turns them into a readable
+    ASCII id of their own (grader.grading.lms).
+    """
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    stripped = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))
+    ident = re.sub(r"[\W_]+", "_", unicodedata.normalize("NFKC", stripped)).strip("_")
     if not ident:
         raise SystemExit(f"cannot make a student id from the name {name!r}: give your name in letters "
                          "or digits, e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
@@ -49,6 +59,23 @@ def student_id(name: str) -> str:
         raise SystemExit(f"the student id {ident!r} would be misread from the file name: "
                          "leave out the word 'attempt', e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
     return ident
+
+
+def readable_notebook(source: Path) -> str:
+    """Why `source` cannot be handed in (not a notebook nbformat can read), or "" when it can."""
+    try:
+        nbformat.read(source, as_version=4)
+    except Exception as error:  # invalid JSON, not a notebook, unreadable: any of them
+        checkpoint = source.parent / ".ipynb_checkpoints" / f"{source.stem}-checkpoint.ipynb"
+        recover = (f"JupyterLab's last checkpoint of it is {checkpoint}: copy it over {source.name} (keep a copy "
+                   "of the broken file first), open it in JupyterLab, check it, and run `make submit` again"
+                   if checkpoint.is_file() else
+                   "if it is still open in JupyterLab, save it there again (File > Save Notebook), then run "
+                   "`make submit` again")
+        return (f"{source} is not a notebook that can be graded ({type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else 'unreadable'}). Nothing was handed in. To recover: "
+                f"{recover}.")
+    return ""
 
 
 def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SUBMISSIONS,
@@ -63,6 +90,8 @@ def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SU
     source = Path(notebook) if notebook is not None else student_notebook(lesson, lessons_dir)
     if not source.is_file():
         raise SystemExit(f"no notebook at {source}: nothing to hand in")
+    if problem := readable_notebook(source):
+        raise SystemExit(problem)
     [verdict] = check.main(lessons=[lesson], notebook=source, timeout=timeout)
     if not verdict.ok:
         print(f"\nWARNING: {lesson} does not pass its self-check (see above). Submitting it anyway; "

@@ -63,7 +63,7 @@ def test_stderr_in_a_test_cell_counts_exactly_as_grading_counts_it(stderr, grade
 
 def test_a_missing_notebook_is_reported_and_fails(tmp_path, capsys):
     code, out = run_cli("03-parallel-heads", "--notebook", str(tmp_path / "nowhere.ipynb"), capsys=capsys)
-    assert code == 1 and "cannot check: no notebook at" in out, out
+    assert code == 2 and "cannot check: no notebook at" in out, out  # 2: could not check (documented)
 
 
 def test_without_lesson_ids_every_lesson_is_checked(tmp_path):

@@ -82,7 +82,7 @@ def test_a_zip_with_folders_is_collected_like_a_folder(tmp_path):
         handle.writestr("course/Ada Lovelace - homework.ipynb", "{}")
     collected = collect(LESSON, tmp_path / "submitted", archive)
     assert collected.students == ["ada"]
-    assert [s.file for s in collected.skipped] == ["Ada Lovelace - homework.ipynb"]
+    assert [s.file for s in collected.skipped] == ["course/Ada Lovelace - homework.ipynb"]  # its path in the download
     assert (tmp_path / "submitted" / "ada" / LESSON / f"{LESSON}.ipynb").read_text() == "zipped"
 
 

@@ -1,0 +1,74 @@
+"""Never overwrite a student's work when releasing: which lesson notebooks may be replaced, and backups.
+
+`make release` replaces `lessons/<id>/<id>.ipynb` (nbgrader's generate_assignment deletes the whole
+lesson folder, `.ipynb_checkpoints` included). A notebook may be replaced only when it is the
+release it would replace: the bytes the last release wrote (their SHA-256 is recorded in the
+course's state, `releases.json`), or the bytes committed in git (a fresh clone), or no notebook at
+all. Anything else is someone's work: releasing refuses, naming the file, unless `--force`, which
+first copies the notebook, and JupyterLab's checkpoint of it, to a dated backup next to the lesson
+folder (`lessons/<id>.backup-<YYYYMMDD-HHMMSS>.ipynb`), outside what a release or `make dist` touches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+RECORD = "releases.json"
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def recorded(state: Path) -> dict[str, str]:
+    """notebook path -> SHA-256 of the bytes the last release wrote there."""
+    try:
+        return json.loads((state / RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def record(state: Path, notebook: Path) -> None:
+    """Remember the bytes a release just wrote to `notebook`."""
+    known = recorded(state)
+    known[str(notebook.resolve())] = _sha(notebook)
+    state.mkdir(parents=True, exist_ok=True)
+    (state / RECORD).write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+
+
+def _committed(notebook: Path) -> bool:
+    """Whether `notebook` holds exactly the bytes git has for it at HEAD (False without git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", f"HEAD:./{notebook.name}"], cwd=notebook.parent,
+                              capture_output=True, text=True, timeout=30)
+        here = subprocess.run(["git", "hash-object", notebook.name], cwd=notebook.parent,
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return head.returncode == 0 and here.returncode == 0 and head.stdout.strip() == here.stdout.strip()
+
+
+def is_work(notebook: Path, state: Path) -> bool:
+    """Whether replacing `notebook` would lose something: it exists and is not the release it would replace."""
+    if not notebook.is_file():
+        return False
+    return recorded(state).get(str(notebook.resolve())) != _sha(notebook) and not _committed(notebook)
+
+
+def backup(notebook: Path, *, now: datetime | None = None) -> list[Path]:
+    """Copy `notebook` and its JupyterLab checkpoint next to its lesson folder; return the copies."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    folder = notebook.parent
+    copies = []
+    checkpoint = folder / ".ipynb_checkpoints" / f"{notebook.stem}-checkpoint.ipynb"
+    for source, suffix in [(notebook, ""), (checkpoint, "-checkpoint")]:
+        if source.is_file():
+            target = folder.parent / f"{folder.name}.backup-{stamp}{suffix}.ipynb"
+            shutil.copy2(source, target)
+            copies.append(target)
+    return copies

@@ -1,0 +1,32 @@
+"""The grading log: one line per graded submission (`grader/state/logs/<lesson>.log`).
+
+Each line: the time (UTC), the student, the lesson, the score ("7/10", "-" when there is none),
+the status ("graded", "graded, up to date", "failed: <reason>"), and the seconds grading took,
+separated by tabs. Student ids and reasons go through `grader.safe_text.for_terminal`, so that no
+submission can start a line of its own.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from grader.grading.worker import Result
+from grader.safe_text import for_terminal
+
+
+def line(lesson: str, result: Result, points: dict[str, float], *, now: datetime | None = None) -> str:
+    """The log line of one result (no newline)."""
+    when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    score = "-" if result.total is None else f"{result.total:g}/{sum(points.values()):g}"
+    status = result.status + (", up to date" if result.cached else "")
+    if result.status != "graded":
+        status += f": {result.reason}"
+    return "\t".join([when, for_terminal(result.student), lesson, score, for_terminal(status), f"{result.seconds:.1f}"])
+
+
+def append(log: Path, lesson: str, result: Result, points: dict[str, float]) -> None:
+    """Add `result`'s line to `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(line(lesson, result, points) + "\n")

@@ -1,0 +1,145 @@
+"""What a lesson's students got wrong, per exercise and per student: one HTML page and the same in the terminal.
+
+Per exercise (autograded test cell): the mean points, the share of students with full marks, and
+the failure messages grouped (the first error each test cell stopped with, in the autograded
+notebook, on one line), each with the students who had it, most common first. Per student: one line
+per exercise that lost points, with its message, and the lateness (grader.grading.late).
+
+Every string a submission controls (messages, ids) is escaped: `html.escape` on the page (which
+also carries a policy that allows no script and no request), `grader.safe_text.for_terminal` in
+the terminal.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbconvert.filters import strip_ansi
+
+from grader import notebook
+from grader.grading.late import Lateness
+from grader.grading.worker import Result
+from grader.safe_text import for_terminal
+
+MAX_MESSAGE = 300  # characters of one failure message kept
+NO_MESSAGE = "no points, no error shown (partial credit, or a test that scored 0 without failing)"
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+
+
+@dataclass
+class Exercise:
+    """One autograded test cell across the lesson's graded submissions."""
+
+    grade_id: str
+    points: float
+    mean: float = 0.0
+    full: float = 0.0  # share of graded submissions with full marks
+    failures: list[tuple[str, list[str]]] = field(default_factory=list)  # (message, students), most common first
+
+
+@dataclass
+class Overview:
+    lesson: str
+    graded: int
+    exercises: list[Exercise]
+    students: dict[str, list[str]]  # student -> one line per exercise that lost points (and lateness)
+    failed: dict[str, str]  # student -> why grading failed
+
+
+def failure_messages(autograded: Path, points: dict[str, float], scores: dict[str, float | None]) -> dict[str, str]:
+    """grade_id -> the failure message (the cell's first error) of each test cell that scored below its points."""
+    try:
+        cells = notebook.cells_by_id(nbformat.read(autograded, as_version=4))
+    except Exception:  # a missing or unreadable autograded copy: the scores still tell what was lost
+        cells = {}
+    messages = {}
+    for grade_id, top in points.items():
+        score = scores.get(grade_id)
+        if score is not None and score >= top:
+            continue
+        errors = [o for o in cells.get(grade_id, {}).get("outputs", []) if o.get("output_type") == "error"]
+        if errors:
+            first = errors[0]  # the cause: later errors (hidden tests that did not run) follow from it
+            text = f"{first.get('ename', '')}: {strip_ansi(str(first.get('evalue', '')))}".strip(": ")
+            text = " ".join(text.split())
+            messages[grade_id] = (text[:MAX_MESSAGE] + "...") if len(text) > MAX_MESSAGE else (text or NO_MESSAGE)
+        else:
+            messages[grade_id] = NO_MESSAGE
+    return messages
+
+
+def build(lesson: str, results: Sequence[Result], points: dict[str, float], autograded: dict[str, Path],
+          lateness: dict[str, Lateness] | None = None) -> Overview:
+    """The overview of one batch; `autograded` maps each student to their autograded notebook."""
+    lateness = lateness or {}
+    graded = sorted((r for r in results if r.status == "graded"), key=lambda r: r.student)
+    per_student = {r.student: failure_messages(autograded[r.student], points, r.scores)
+                   for r in graded if r.student in autograded}
+    exercises = []
+    for grade_id, top in points.items():
+        scores = [r.scores.get(grade_id) or 0.0 for r in graded]
+        grouped: dict[str, list[str]] = {}
+        for student, messages in per_student.items():
+            if grade_id in messages:
+                grouped.setdefault(messages[grade_id], []).append(student)
+        ranked = sorted(grouped.items(), key=lambda item: (-len(item[1]), item[0]))
+        exercises.append(Exercise(grade_id, top, sum(scores) / len(scores) if scores else 0.0,
+                                  sum(s >= top for s in scores) / len(scores) if scores else 0.0, ranked))
+    students = {}
+    for result in graded:
+        lines = [f"{grade_id}: {message}" for grade_id, message in per_student.get(result.student, {}).items()]
+        if late := lateness.get(result.student, Lateness()).describe():
+            lines.append(late)
+        students[result.student] = lines
+    failed = {r.student: r.reason for r in results if r.status != "graded"}
+    return Overview(lesson, len(graded), exercises, students, failed)
+
+
+def terminal(overview: Overview, *, most: int = 3) -> str:
+    """The overview as lines for the end-of-batch summary: per exercise, then per student that lost points."""
+    lines = [f"  per exercise ({overview.graded} graded)"]
+    for e in overview.exercises:
+        lines.append(f"    {e.grade_id} ({e.points:g} pts): mean {e.mean:.2f}, full marks {e.full:.0%}")
+        for message, students in e.failures[:most]:
+            lines.append(f"      {len(students):3d} x {for_terminal(message)}  [{for_terminal(', '.join(students))}]")
+        if len(e.failures) > most:
+            lines.append(f"      ... {len(e.failures) - most} other messages (see the overview page)")
+    losing = {s: lines_ for s, lines_ in overview.students.items() if lines_}
+    lines.append(f"  per student ({len(losing)} lost points or were late)")
+    for student, items in losing.items():
+        lines.extend(f"    {for_terminal(student)}: {for_terminal(item)}" for item in items)
+    return "\n".join(lines)
+
+
+def write_html(path: Path, overview: Overview) -> Path:
+    """One self-contained page: the per-exercise table with grouped messages, then the per-student lines."""
+    esc = html.escape
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
+             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
+             f"<title>{esc(overview.lesson)}: overview</title><style>"
+             "body{font-family:sans-serif;max-width:70em;margin:2em auto}td,th{border:1px solid #ccc;padding:.3em;"
+             "vertical-align:top;text-align:left}table{border-collapse:collapse;width:100%}"
+             "code{white-space:pre-wrap;overflow-wrap:anywhere}</style></head><body>",
+             f"<h1>{esc(overview.lesson)}: {overview.graded} graded submissions</h1>",
+             "<h2>Per exercise</h2><table><tr><th>exercise</th><th>mean</th><th>full marks</th>"
+             "<th>failure messages (students)</th></tr>"]
+    for e in overview.exercises:
+        failures = "".join(f"<li><b>{len(students)}</b> <code>{esc(message)}</code>: {esc(', '.join(students))}</li>"
+                           for message, students in e.failures) or "none"
+        failures = f"<ul>{failures}</ul>" if e.failures else failures
+        parts.append(f"<tr><td>{esc(e.grade_id)} ({e.points:g} pts)</td><td>{e.mean:.2f}</td><td>{e.full:.0%}</td>"
+                     f"<td>{failures}</td></tr>")
+    parts.append("</table><h2>Per student</h2><table><tr><th>student</th><th>what lost points</th></tr>")
+    for student, items in overview.students.items():
+        body = "<br>".join(f"<code>{esc(item)}</code>" for item in items) or "full marks, on time"
+        parts.append(f"<tr><td>{esc(student)}</td><td>{body}</td></tr>")
+    for student, reason in overview.failed.items():
+        parts.append(f"<tr><td>{esc(student)}</td><td>not graded: <code>{esc(reason)}</code></td></tr>")
+    parts.append("</table></body></html>\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(parts), encoding="utf-8")
+    return path

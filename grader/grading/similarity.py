@@ -1,0 +1,137 @@
+"""A similarity report across one lesson's submissions: answer cells only, given code excluded, one HTML page.
+
+For each submission, the code of its answer cells (the release's `solution` cells, by grade_id) is
+fingerprinted with copydetect's winnowing (`copydetect.CodeFingerprint`, identifiers and literals
+normalised, so that renaming variables does not hide a copy). Fingerprints of code the students
+were given are boilerplate and never count: every code cell of the lesson's release (the answer
+cells' starter code included), which holds the working versions of earlier lessons' functions
+that the lesson hands out. Each pair whose share of matching code reaches `threshold` in either direction
+is listed, most similar first, with the two students' answers side by side and the matching code
+marked.
+
+A pair is a lead for a person to read, not a verdict: the report never changes a grade, and the
+page says so. Student code and ids on the page are escaped with `html.escape`; the page carries a
+policy that allows no script and no request.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from copydetect import CodeFingerprint, compare_files
+
+from grader import notebook
+
+NOISE = 12  # tokens: shorter matches are never reported (copydetect's noise threshold k)
+GUARANTEE = 16  # tokens: matches this long are always found (the winnowing window is GUARANTEE - NOISE + 1)
+MIN_TOKENS = 80  # matching tokens a pair needs besides the share: the seams around given code are not work
+MAX_CODE = 20_000  # characters of one submission's answer code compared: a huge one costs no more than this
+THRESHOLD = 0.8  # share of one submission's answer tokens that match the other's
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str
+    b: str
+    similarity: tuple[float, float]  # share of a's answer tokens that match b's, and of b's that match a's
+    code: tuple[str, str]  # each one's answer code
+    slices: tuple[list[tuple[int, int]], list[tuple[int, int]]]  # matching character ranges in each code
+
+    @property
+    def score(self) -> float:
+        return max(self.similarity)
+
+
+def answer_code(nb: nbformat.NotebookNode, answer_ids: list[str]) -> str:
+    """The code of `nb`'s answer cells, in the release's order, one cell after another."""
+    cells = notebook.cells_by_id(nb)
+    return "\n\n".join(str(cells[i].source) for i in answer_ids if i in cells and cells[i].cell_type == "code")
+
+
+def given_code(release: Path) -> list[str]:
+    """The code students were given: every code cell of the lesson's release (which holds the working
+    versions of earlier lessons' functions that the lesson hands out), and its answer cells joined as
+    `answer_code` joins a submission's, so that the seams between starter cells count as given too."""
+    released = nbformat.read(release, as_version=4)
+    return [answer_code(released, notebook.solution_ids(released)),
+            *(str(c.source) for c in released.cells if c.cell_type == "code")]
+
+
+def _fingerprint(code: str, boilerplate) -> CodeFingerprint:
+    return CodeFingerprint("answers.py", NOISE, GUARANTEE - NOISE + 1, boilerplate=boilerplate,
+                           fp=io.StringIO(code), language="python")
+
+
+def compare(submissions: dict[str, Path], release: Path, *, threshold: float = THRESHOLD,
+            min_tokens: int = MIN_TOKENS) -> list[Pair]:
+    """The pairs of `submissions` (student -> notebook) whose answers match at `threshold` or more,
+    in at least `min_tokens` tokens (fewer are the seams around given code, not anyone's work)."""
+    released = nbformat.read(release, as_version=4)
+    answer_ids = notebook.solution_ids(released)
+    boilerplate = sorted({int(h) for h in _fingerprint("\n\n".join(given_code(release)), []).hashes})
+    prints = {}
+    for student, path in sorted(submissions.items()):
+        try:
+            code = answer_code(nbformat.read(path, as_version=4), answer_ids)[:MAX_CODE]
+        except Exception:  # an unreadable notebook has no answers to compare
+            continue
+        if code.strip():
+            prints[student] = (code, _fingerprint(code, boilerplate))
+    pairs = []
+    for (a, (code_a, fa)), (b, (code_b, fb)) in itertools.combinations(prints.items(), 2):
+        overlap, similarity, (slices_a, slices_b) = compare_files(fa, fb)
+        if overlap >= min_tokens and max(similarity) >= threshold:
+            pairs.append(Pair(a, b, (float(similarity[0]), float(similarity[1])), (code_a, code_b),
+                              (_ranges(slices_a), _ranges(slices_b))))
+    return sorted(pairs, key=lambda p: (-p.score, p.a, p.b))
+
+
+def _ranges(slices) -> list[tuple[int, int]]:
+    if len(slices) == 0 or len(slices[0]) == 0:
+        return []
+    return [(int(start), int(end)) for start, end in zip(slices[0], slices[1], strict=True)]
+
+
+def _marked(code: str, ranges: list[tuple[int, int]]) -> str:
+    """`code` escaped, with the matching ranges in <mark>."""
+    out, at = [], 0
+    for start, end in sorted(ranges):
+        start = max(start, at)
+        if end <= start:
+            continue
+        out += [html.escape(code[at:start]), "<mark>", html.escape(code[start:end]), "</mark>"]
+        at = end
+    out.append(html.escape(code[at:]))
+    return "".join(out)
+
+
+def write_html(path: Path, lesson: str, pairs: list[Pair], *, compared: int, threshold: float = THRESHOLD) -> Path:
+    """The report: one section per pair, the two answers side by side, matching code marked."""
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
+             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
+             f"<title>{html.escape(lesson)}: similar answers</title><style>"
+             "body{font-family:sans-serif;margin:2em}.pair{display:flex;gap:1em}.pair>div{flex:1;min-width:0}"
+             "pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.5em}"
+             "mark{background:#ffd27f}</style></head><body>",
+             f"<h1>{html.escape(lesson)}: answers that match</h1>",
+             f"<p>{compared} submissions compared, answer cells only; code given in any released lesson is "
+             f"excluded. Pairs where at least {threshold:.0%} of one student's answer code matches the other's: "
+             f"{len(pairs)}. A match is a reason to read both notebooks, not a finding; this report changes no "
+             "grade.</p>"]
+    for pair in pairs:
+        parts.append(f"<h2>{html.escape(pair.a)} and {html.escape(pair.b)}: {pair.similarity[0]:.0%} of "
+                     f"{html.escape(pair.a)}'s answer code, {pair.similarity[1]:.0%} of {html.escape(pair.b)}'s</h2>"
+                     "<div class='pair'>")
+        for who, code, ranges in zip((pair.a, pair.b), pair.code, pair.slices, strict=True):
+            parts.append(f"<div><h3>{html.escape(who)}</h3><pre>{_marked(code, ranges)}</pre></div>")
+        parts.append("</div>")
+    parts.append("</body></html>\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(parts), encoding="utf-8")
+    return path

@@ -1,0 +1,50 @@
+"""`make dist LESSONS=01-03`: only the lessons opened so far; a later build adds lessons and keeps the earlier ones."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import nbformat
+import pytest
+
+from grader.authoring import dist, dist_steps
+from grader.course import lesson_ids
+
+FIRST, SECOND, THIRD = lesson_ids()[:3]
+
+
+def test_lesson_ranges_numbers_and_ids_are_read_in_course_order():
+    assert dist_steps.parse("01-03") == [FIRST, SECOND, THIRD]
+    assert dist_steps.parse(f"03,{FIRST}") == [FIRST, THIRD]
+    assert dist_steps.parse("2") == [SECOND]
+    for wrong in ("99", "01-x", "nonsense"):
+        with pytest.raises(SystemExit):
+            dist_steps.parse(wrong)
+
+
+def test_a_later_build_adds_lessons_and_keeps_what_was_published_byte_for_byte(tmp_path, capsys):
+    out = tmp_path / "published"
+    dist.main(out=out, lessons=dist_steps.parse("01-02"))
+    assert json.loads((out / dist.MANIFEST).read_text())["releases"].keys() == {FIRST, SECOND}
+    assert not (out / "lessons" / THIRD).exists()
+
+    # The first lesson as an older release published it: the new build must not replace it.
+    notebook, pristine = out / "lessons" / FIRST / f"{FIRST}.ipynb", out / dist.RELEASES / f"{FIRST}.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells[0].source += "\n\n(as first published)"
+    older = nbformat.writes(nb).encode()
+    notebook.write_bytes(older)
+    pristine.chmod(0o644)
+    pristine.write_bytes(older)
+    manifest = json.loads((out / dist.MANIFEST).read_text())
+    manifest["releases"][FIRST] = hashlib.sha256(older).hexdigest()
+    (out / dist.MANIFEST).write_text(json.dumps(manifest))
+
+    dist.main(out=out, lessons=dist_steps.parse("03"))
+    assert json.loads((out / dist.MANIFEST).read_text())["releases"].keys() == {FIRST, SECOND, THIRD}
+    assert notebook.read_bytes() == older and pristine.read_bytes() == older
+    assert f"{FIRST}: kept as published" in capsys.readouterr().out
+
+    dist.main(out=out, lessons=[THIRD], republish=[FIRST])
+    assert notebook.read_bytes() != older

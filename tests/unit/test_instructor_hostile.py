@@ -1,0 +1,102 @@
+"""The hostile suite's attacks on the grading-day features (tests/fixtures/hostile/instructor.toml), no kernel."""
+
+from __future__ import annotations
+
+import csv
+import re
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import nbformat
+import tomllib
+
+from grader import notebook
+from grader.course import student_notebook
+from grader.grading import canvas_csv, overview, similarity
+from grader.grading.collect import SAFE_ID, collect
+from grader.grading.lms import Roster
+from grader.grading.worker import Result
+from tests.support import FIXTURES, Variant, build
+
+LESSON = "03-parallel-heads"
+RELEASE = student_notebook(LESSON)
+POINTS = notebook.test_points(nbformat.read(RELEASE, as_version=4))
+ATTACKS = tomllib.loads((FIXTURES / "hostile" / "instructor.toml").read_text())
+NOW = datetime(2026, 12, 15, tzinfo=timezone.utc)
+UNSAFE = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def test_hostile_names_in_a_canvas_zip_write_nowhere_else_and_are_reported_inert(tmp_path):
+    archive = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for name in ATTACKS["zip_names"].values():
+            handle.writestr(name, "{}")
+        handle.writestr("lovelaceada_1000_2000_03-parallel-heads.ipynb", "{}")
+    root = tmp_path / "course"
+    submitted = root / "submitted"
+    done = collect(LESSON, submitted, archive, now=NOW)
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != archive]
+    assert all(submitted in p.parents for p in written), written
+    assert not Path("/tmp/outside_1002_2002_03-parallel-heads.ipynb").exists()
+    assert all(SAFE_ID.fullmatch(student) for student in done.students), done.students
+    assert "lovelaceada_1000" in done.students
+    for skipped in done.skipped:
+        assert not UNSAFE.search(skipped.file) and not UNSAFE.search(skipped.reason), skipped
+
+
+def test_a_hostile_roster_reaches_the_canvas_csv_as_text_never_a_formula(tmp_path):
+    path = tmp_path / "roster.csv"
+    path.write_text(ATTACKS["roster"]["csv"], encoding="utf-8")
+    roster = Roster.read(path)
+    results = [Result(s.id, "graded", scores=dict(POINTS)) for s in roster.students]
+    written = canvas_csv.write(tmp_path / "canvas.csv", LESSON, results, POINTS, roster=roster)
+    for row in list(csv.reader(written.read_text(encoding="utf-8").splitlines()))[2:]:
+        assert not any(cell.startswith(FORMULA) for cell in row), row
+    names = {row[3]: row[0] for row in csv.reader(written.read_text(encoding="utf-8").splitlines())}
+    assert names["fred"].startswith("'=")
+
+
+def test_hostile_failure_messages_are_inert_in_the_terminal_and_on_the_page(tmp_path):
+    first = list(POINTS)[0]
+    results, paths = [], {}
+    for name, message in ATTACKS["messages"].items():
+        nb = nbformat.read(RELEASE, as_version=4)
+        ename, _, evalue = message.partition(": ")
+        notebook.cells_by_id(nb)[first].outputs = [
+            nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[])]
+        paths[name] = tmp_path / f"{name}.ipynb"
+        nbformat.write(nb, paths[name])
+        results.append(Result(name, "graded", scores={**POINTS, first: 0.0}))
+    view = overview.build(LESSON, results, POINTS, paths)
+    text = overview.terminal(view)
+    assert not UNSAFE.search(text.replace("\n", "")), text
+    assert not any(line.startswith("INJECTED") for line in text.splitlines())
+    page = overview.write_html(tmp_path / "overview.html", view).read_text()
+    assert "<script" not in page and "<img" not in page and "&lt;script&gt;" in page
+    assert "default-src 'none'" in page
+
+
+def test_answers_crafted_against_the_similarity_report_are_escaped_and_given_code_matches_no_one(tmp_path):
+    markup, padding = ATTACKS["similarity"]["markup"].strip(), ATTACKS["similarity"]["given_padding"].strip()
+    paths = {}
+    for name, code in [("mallory", markup), ("pad1", padding), ("pad2", padding)]:
+        paths[name] = tmp_path / f"{name}.ipynb"
+        nbformat.write(build(LESSON, RELEASE, Variant(name, untouched=True)), paths[name])
+        nb = nbformat.read(paths[name], as_version=4)
+        notebook.cells_by_id(nb)["split_heads"].source = code
+        nbformat.write(nb, paths[name])
+    assert similarity.compare(paths, RELEASE) == []  # two students who pasted given code are not a pair
+    pairs = similarity.compare({"a": paths["mallory"], "b": paths["mallory"]}, RELEASE, threshold=0.0)
+    page = similarity.write_html(tmp_path / "s.html", LESSON, pairs, compared=2).read_text()
+    assert "<script" not in page and "<img" not in page and "</pre><script>" not in page
+
+
+def test_a_huge_answer_costs_the_similarity_report_no_more_than_its_cap(tmp_path):
+    huge = tmp_path / "huge.ipynb"
+    nb = build(LESSON, RELEASE, Variant("huge", untouched=True))
+    notebook.cells_by_id(nb)["split_heads"].source = "\n".join(f"v{i} = w{i} * {i}" for i in range(100_000))
+    nbformat.write(nb, huge)
+    [pair] = similarity.compare({"a": huge, "b": huge}, RELEASE, threshold=0.0, min_tokens=0)
+    assert len(pair.code[0]) == similarity.MAX_CODE
