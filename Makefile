@@ -8,6 +8,10 @@ NAME   ?=
 SUBMISSIONS ?= submissions
 SOURCE ?=
 DIR    ?=
+ROSTER ?=
+REGRADE ?=
+FORCE  ?=
+LESSONS ?=
 # Both cores: each test module, and each notebook's nbval cells, on one worker (loadscope); the
 # shared course and grading batch are built once for both (tests/integration/conftest.py).
 PYTEST_PARALLEL ?= -n 2 --dist loadscope
@@ -86,18 +90,18 @@ upgrade: $(STAMP)  ## re-resolve the locks from requirements*.in to the newest r
 lint: $(STAMP)  ## ruff over the course's Python code
 	$(PY) -m ruff check .
 
-release: $(STAMP)  ## regenerate the student notebooks in lessons/ from solutions/ (LESSON=id for one)
-	$(PY) -m grader release $(LESSON)
+release: $(STAMP)  ## regenerate the student notebooks in lessons/ from solutions/ (LESSON=id for one; FORCE=1 replaces notebooks someone worked in, after a dated backup)
+	$(PY) -m grader release $(LESSON) $(if $(FORCE),--force)
 
 reference: $(STAMP)  ## re-execute the reference notebooks in solutions/ in place (LESSON=id for one)
 	$(PY) -m grader reference $(LESSON)
 
-autograde: $(STAMP)  ## instructors: grade a lesson's submissions (LESSON=id; SOURCE=LMS download folder or .zip)
-	$(PY) -m grader autograde $(LESSON) $(if $(SOURCE),--source "$(SOURCE)")
+autograde: $(STAMP)  ## instructors: grade a lesson's submissions (LESSON=id; SOURCE=LMS download folder or .zip; ROSTER=roster.csv; REGRADE=1 regrades all and prints what changed)
+	$(PY) -m grader autograde $(LESSON) $(if $(SOURCE),--source "$(SOURCE)") $(if $(ROSTER),--roster "$(ROSTER)") $(if $(REGRADE),--regrade)
 
-dist: $(STAMP)  ## instructors: write the student distribution, no solutions or specs, to DIR (outside the repository)
+dist: $(STAMP)  ## instructors: write the student distribution to DIR (outside the repository; LESSONS=01-03 for the lessons opened so far)
 	$(if $(DIR),,$(error give the folder to write to, e.g. `make dist DIR=../attention-student`))
-	$(PY) -m grader dist --out "$(DIR)"
+	$(PY) -m grader dist --out "$(DIR)" $(if $(LESSONS),--lessons "$(LESSONS)")
 
 clean:  ## remove the environment, caches and grading state (never lessons/ or solutions/)
 	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts *.egg-info
