@@ -56,17 +56,15 @@
 # fresh inputs run when your notebook is graded.
 
 # %%
-import os
 import time
 import tracemalloc
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-# While your notebook is graded, demonstrations run smaller, and figures skip the layout pass and
-# the numbers printed in their cells: they still appear in your feedback, drawn far more cheaply.
-GRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"
-plt.rcParams["figure.constrained_layout.use"] = not GRADING  # labels and colourbars placed without overlap
+from lesson_helpers import demo_size, full_demos, tidy_figures  # the course's helpers for demonstrations
+
+tidy_figures()  # labels and colourbars placed without overlap
 
 # %% [markdown]
 # ## 1. Splitting the width into heads
@@ -129,7 +127,7 @@ owner_cmap = plt.colormaps["tab10"].resampled(h_toy)  # one colour per head
 def draw_values(ax, values, title, xlabel, ylabel):
     """Show an integer table, each cell coloured by the head that owns its feature (value % 10 // hs)."""
     image = ax.imshow(values % 10 // hs_toy, cmap=owner_cmap, vmin=-0.5, vmax=h_toy - 0.5)
-    if not GRADING:  # each cell's number (left out of graded copies)
+    if full_demos():  # each cell's number
         for (r, c), value in np.ndenumerate(values):
             ax.text(c, r, f"{value:02d}", ha="center", va="center", fontsize=10, color="white")
     ax.set_title(title, fontsize=10)
@@ -349,7 +347,7 @@ def plot_attention_heads(weights, title):
         ax.set_ylabel("query position" if i == 0 else "")
         ax.set_xticks(range(n_keys))
         ax.set_yticks(range(n_queries))
-        if n_queries * n_keys <= 64 and not GRADING:  # small tables: print the weight in each cell
+        if n_queries * n_keys <= 64 and full_demos():  # small tables: print the weight in each cell
             for q in range(n_queries):
                 for k in range(n_keys):
                     value = weights[i, q, k]
@@ -741,7 +739,7 @@ print("loop and batched layers agree:", np.allclose(multi_head_attention_loop(X,
 # %%
 # NBVAL_IGNORE_OUTPUT
 timing_rng = np.random.default_rng(7)
-repeats = 3 if GRADING else 7
+repeats = demo_size(full=7, small=3)
 for name, (tB, tT, tC, th) in [("tiny", (2, 6, 64, 4)), ("medium", (2, 128, 128, 4))]:
     tX = timing_rng.standard_normal((tB, tT, tC))
     tW = [timing_rng.standard_normal((tC, tC)) * 0.02 for _ in range(4)]
