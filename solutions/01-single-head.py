@@ -79,10 +79,11 @@ from lesson_helpers import full_demos  # the course's helpers: whether demonstra
 # $d_k = d_v = D$.
 #
 # Every array is drawn from one seeded generator, `np.random.default_rng(0)`, in the order below,
-# so with this seed your numbers match the ones printed here. A trained model would have learned
-# the three matrices; random ones are enough to watch the mechanism work. Their entries have
-# variance $1/D$ (standard normal divided by $\sqrt{D}$), which keeps the queries and keys on the
-# same scale as $x$ (Lesson 2 explains why that matters).
+# so with this seed your run prints the numbers that the text below quotes (query 0 sends 0.460
+# of its attention to key 0, for example). A trained model would have learned the three matrices;
+# random ones are enough to watch the mechanism work. Their entries have variance $1/D$ (standard
+# normal divided by $\sqrt{D}$), which keeps the queries and keys on the same scale as $x$
+# (Lesson 2 explains why that matters).
 
 # %%
 rng = np.random.default_rng(0)
