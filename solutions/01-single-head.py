@@ -58,14 +58,12 @@
 # fresh inputs run when your notebook is graded.
 
 # %%
-import os
-
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-GRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"  # while your notebook is graded, demonstrations run smaller
+from lesson_helpers import full_demos  # the course's helpers: whether demonstrations run in full
 
 # %% [markdown]
 # ## 1. Queries, keys and values
@@ -81,10 +79,11 @@ GRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"  # while your note
 # $d_k = d_v = D$.
 #
 # Every array is drawn from one seeded generator, `np.random.default_rng(0)`, in the order below,
-# so with this seed your numbers match the ones printed here. A trained model would have learned
-# the three matrices; random ones are enough to watch the mechanism work. Their entries have
-# variance $1/D$ (standard normal divided by $\sqrt{D}$), which keeps the queries and keys on the
-# same scale as $x$ (Lesson 2 explains why that matters).
+# so with this seed your run prints the numbers that the text below quotes (query 0 sends 0.460
+# of its attention to key 0, for example). A trained model would have learned the three matrices;
+# random ones are enough to watch the mechanism work. Their entries have variance $1/D$ (standard
+# normal divided by $\sqrt{D}$), which keeps the queries and keys on the same scale as $x$
+# (Lesson 2 explains why that matters).
 
 # %%
 rng = np.random.default_rng(0)
@@ -338,7 +337,7 @@ def query_explorer(weights, start=0):
         row = weights[picker.value]
         caption.value = (f"query {picker.value} sends {row.max():.3f} of its attention "
                          f"to key {int(row.argmax())}")
-        if GRADING:  # a graded copy shows no widgets, so nothing is drawn into them
+        if not full_demos():  # a shortened run draws no figure into the widget
             return
         fig = draw_query_view(weights, picker.value)
         view.outputs = ()  # replace the previous figure

@@ -66,7 +66,7 @@ except ModuleNotFoundError as missing:
     raise ModuleNotFoundError("this optional lesson needs PyTorch: run `make torch` in the course folder, "
                               "then restart the kernel") from missing
 
-GRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"  # while your notebook is graded, demonstrations run smaller
+from lesson_helpers import demo_size  # the course's helpers: the size a demonstration runs at
 
 # %% [markdown]
 # ## 1. The configuration: `config.py`
@@ -520,14 +520,13 @@ with torch.no_grad():
 # ## 6. Timing at GPT-2 small size
 #
 # Now the realistic size: one sequence of GPT-2's full context, $T = 1024$, at $C = 768$ with
-# $H = 12$ heads. (While your notebook is graded, this section runs a shorter sequence, $T = 128$,
-# to save time: nothing in it is graded, and the cells print the size they ran.) The weights are
-# drawn once, at scale 0.02 (GPT-2's initialisation), and loaded into every version. First make
-# sure all versions compute the same layer, and that the fused `qkv` layer equals three separate
-# `Linear(C, C)` layers holding its three blocks:
+# $H = 12$ heads. Nothing in this section is graded, and its cells print the size they ran. The
+# weights are drawn once, at scale 0.02 (GPT-2's initialisation), and loaded into every version.
+# First make sure all versions compute the same layer, and that the fused `qkv` layer equals three
+# separate `Linear(C, C)` layers holding its three blocks:
 
 # %%
-T_big = 128 if GRADING else 1024  # GPT-2 small's context length (a shorter sequence while grading)
+T_big = demo_size(full=1024, small=128)  # GPT-2 small's context length
 C_big, h_big = 768, 12  # GPT-2 small: width, heads
 print(f"T = {T_big}, C = {C_big}, H = {h_big}")
 timing_rng = np.random.default_rng(7)

@@ -64,7 +64,7 @@ import tracemalloc
 import matplotlib.pyplot as plt
 import numpy as np
 
-GRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"  # while your notebook is graded, demonstrations run smaller
+from lesson_helpers import demo_size  # the course's helpers: the size a demonstration runs at
 
 # %% [markdown]
 # ## 1. Where the `(T, T)` comes from
@@ -204,7 +204,7 @@ print("memory slope within [1.9, 2.1]:", 1.9 <= mem_slope <= 2.1)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-timing_repeats = 2 if GRADING else 5
+timing_repeats = demo_size(full=5, small=2)
 naive_time = np.array([best_time(lambda n=n: attention(*sweep_inputs[n]), timing_repeats) for n in sweep_T])
 for n, seconds in zip(sweep_T, naive_time, strict=True):
     print(f"T = {n:>5}: {seconds * 1e3:8.2f} ms")
@@ -662,8 +662,8 @@ plt.show()
 # %%
 # NBVAL_IGNORE_OUTPUT
 Q_t, K_t, V_t = sweep_inputs[2048]
-t_full = best_time(lambda: attention(Q_t, K_t, V_t), repeats=1 if GRADING else 3)
-t_online = best_time(lambda: online_softmax_attention(Q_t, K_t, V_t, online_block), repeats=1 if GRADING else 3)
+t_full = best_time(lambda: attention(Q_t, K_t, V_t), repeats=demo_size(full=3, small=1))
+t_online = best_time(lambda: online_softmax_attention(Q_t, K_t, V_t, online_block), repeats=demo_size(full=3, small=1))
 print(f"T = 2048, d = {sweep_d}: full {t_full * 1e3:.1f} ms, online (block {online_block}) {t_online * 1e3:.1f} ms,"
       f" online / full = {t_online / t_full:.2f}")
 

@@ -15,8 +15,8 @@ released code, which is scanned.
 "seed 1"); only the document sense is banned, and "(seed)" too, which reads as a citation of one: code
 names its seeds (`layer_seed`) or passes them by keyword. In code, the hidden-test block that ends every test
 cell (`grader.trusted.HIDDEN_BLOCK`, which names NBGRADER_EXECUTION and the trusted grader) is
-allowed, exactly as written; so is the environment variable's name NBGRADER_EXECUTION, which a
-demonstration cell may read to run a smaller version while it is graded (docs/lesson-style.md).
+allowed, exactly as written. Anything else about grading (a switch, a sentence about graded copies)
+is test_grading_out_of_sight.py's.
 """
 
 from __future__ import annotations

@@ -94,22 +94,36 @@ def per_head_change_cases(rng):
 
 
 def sweep_head_counts(X, h_values, seed=0, scale=0.2):
+    """For each h, the layer with the same four matrices (a new generator per h) and its scaled scores' spread."""
     B, T, C = X.shape
     bad = [n for n in h_values if C % n]
     if bad:
         raise ValueError(f"C={C} is not divisible by h in {bad}")
-    return [{"h": n, "hs": C // n, "weights_shape": (B, n, T, T), "out_shape": (B, T, C)} for n in h_values]
+    report = []
+    for n in h_values:
+        draws = np.random.default_rng(seed=seed)  # one generator per head count: every h gets the same matrices
+        Wq, Wk, Wv, Wo = (draws.standard_normal((C, C)) * scale for _ in range(4))
+        out, cache = multi_head_attention_forward(X, Wq, Wk, Wv, Wo, n)
+        hs = C // n
+        scores = np.einsum("bita,bisa->bits", cache["Q"], cache["K"]) / np.sqrt(hs)  # (B, h, T, T), scaled
+        report.append({"h": n, "hs": hs, "weights_shape": cache["weights"].shape, "out_shape": out.shape,
+                       "score_std": float(scores.std())})
+    return report
 
 
 def sweep_head_counts_cases(rng):
-    yield call(rng.standard_normal((3, 5, 48)), [1, 3, 6, 16])
+    # Called as the visible checks call it: X and h_values by position, seed and scale by keyword or not at all.
+    # Several head counts per call (a generator shared across them draws other matrices for the second),
+    # a seed other than 0 and a scale other than 0.2 (a sweep that ignores either), h = 1 and h = C.
+    yield call(rng.standard_normal((3, 5, 48)), [1, 3, 6, 16], seed=7, scale=0.3)
     yield call(rng.standard_normal((1, 2, 12)), [12, 4])
     for C in rng.choice([12, 18, 24, 30, 36], size=2, replace=False):
         divisors = [n for n in range(1, int(C) + 1) if C % n == 0]
         h_values = [int(n) for n in rng.choice(divisors, size=3, replace=False)]  # in no particular order
-        yield call(rng.standard_normal((int(rng.integers(1, 4)), int(rng.integers(1, 6)), int(C))), h_values)
+        yield call(rng.standard_normal((int(rng.integers(1, 4)), int(rng.integers(1, 6)), int(C))), h_values,
+                   seed=int(rng.integers(0, 2**31)), scale=float(rng.uniform(0.05, 0.5)))
     yield call(rng.standard_normal((2, 3, 48)), [1, 5]).raises(ValueError)
-    yield call(rng.standard_normal((1, 4, 20)), [2, 4, 3]).raises(ValueError)
+    yield call(rng.standard_normal((1, 4, 20)), [2, 4, 3], seed=1, scale=0.1).raises(ValueError)
 
 
 CHECKS = {
@@ -122,7 +136,8 @@ CHECKS = {
                                      unchanged_args=True),
     "test_per_head_change": Check("per_head_change", per_head_change, per_head_change_cases,
                                   compare=Same(array_like=True)),
-    # The sweep calls the student's layer: it runs with this spec's, so only the sweep itself is graded.
+    # The sweep calls the student's layer: it runs with this spec's, so only the sweep itself is graded,
+    # on values (the scores' spread, from the matrices it drew), not only on shapes.
     "test_sweep_head_counts": Check("sweep_head_counts", sweep_head_counts, sweep_head_counts_cases,
                                     replace_globals={"multi_head_attention_forward": multi_head_attention_forward}),
 }
