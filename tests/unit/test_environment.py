@@ -18,7 +18,7 @@ LOCKS = ["requirements.txt", *(f"requirements-{extra}.txt" for extra in EXTRAS)]
 CODE = ["grader", "tests", "benchmarks", "conftest.py"]  # the course's own Python code, lessons aside
 # Modules a lesson writes itself with %%writefile (Lesson 5's config.py and attention.py).
 LESSON_MODULES = {"config", "attention"}
-OWN = {"grader", "tests", "benchmarks", "__future__"}
+OWN = {"grader", "tests", "benchmarks", "lesson_helpers", "__future__"}  # the course's own modules
 
 
 def requirement_lines(name: str) -> list[str]:
