@@ -22,6 +22,18 @@ SOLUTIONS = REPO / "solutions"
 LESSONS = REPO / "lessons"
 SUBMISSIONS = REPO / "submissions"  # where `make submit` writes the student's hand-in file
 STUDENT_JUPYTER_CONFIG = REPO / "grader" / "jupyter"  # the student-only nbgrader UI of `make lab`
+LESSON_HELPERS = REPO / "lesson_helpers.py"  # the helper module every lesson imports (`import lesson_helpers`)
+
+
+def with_lesson_helpers(env: dict[str, str]) -> dict[str, str]:
+    """A copy of the environment `env` whose PYTHONPATH starts with the folder of LESSON_HELPERS.
+
+    A kernel started with it can `import lesson_helpers` from any working folder, in the course
+    and in a student distribution (which installs nothing of its own into the environment).
+    """
+    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path]
+    folder = str(LESSON_HELPERS.parent)
+    return {**env, "PYTHONPATH": os.pathsep.join([folder, *(path for path in paths if path != folder)])}
 
 # Everything grading writes, relative to a course's root; git ignores it and it is never published.
 STATE = "grader/state"

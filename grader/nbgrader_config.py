@@ -58,11 +58,11 @@ c.GuardedExecute.output_bytes_per_notebook = 16 * 1024**2  # and per notebook
 # One BLAS thread per kernel: parallel graders already use every core, and spinning BLAS threads
 # competing for them made the same notebook 2-4x slower.
 c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-# Grading shortcuts. Each kernel is told it is being graded (NBGRADER_EXECUTION=autograde): under its GRADING
-# flag a lesson runs its demonstrations smaller and may draw its figures without their layout pass. The kernel
-# arguments below draw figures at 72 dpi, without the "tight" bounding box (a second drawing of every figure),
-# and with a fixed spacing between panels for figures drawn without a layout pass. Figures still show in the
-# feedback.
+# Grading shortcuts. Each kernel is told it is being graded (NBGRADER_EXECUTION=autograde): through
+# lesson_helpers.py a lesson runs its demonstrations smaller and may draw its figures without their layout
+# pass. The kernel arguments below draw figures at 72 dpi, without the "tight" bounding box (a second drawing
+# of every figure), and with a fixed spacing between panels for figures drawn without a layout pass. Figures
+# still show in the feedback.
 c.GuardedExecute.grading_shortcuts = True  # False grades every cell at full size: test_grading_shortcuts.py
 c.GuardedExecute.shortcut_arguments = [
     "--InlineBackend.rc={'figure.dpi': 72, 'figure.subplot.hspace': 0.6, 'figure.subplot.wspace': 0.5}",

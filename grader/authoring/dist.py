@@ -8,6 +8,7 @@ and the student commands, which need Python and make and nothing of this reposit
     .course/releases/<id>.ipynb    a pristine, read-only copy of each: the self-check's originals
     .course/manifest.json          SHA-256 of every pristine release and of every file of code
     grader/                        the student commands: lab, check, submit (`python -m grader`)
+    lesson_helpers.py              the helper module every lesson imports (lab and check put it in reach)
     nbgrader_config.py             the settings the self-check and the Validate button share with grading
     Makefile, requirements*.txt    `make lab`, `make check`, `make submit`, `make test` (its own .venv)
     README.md, tests/              the students' README, and the distribution's `make test`
@@ -42,7 +43,15 @@ import nbformat
 from traitlets.config import Config, PyFileConfigLoader
 
 from grader.__main__ import COMMANDS
-from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG, nbgrader_config, select_lessons, student_notebook
+from grader.course import (
+    LESSON_HELPERS,
+    LESSONS,
+    REPO,
+    STUDENT_JUPYTER_CONFIG,
+    nbgrader_config,
+    select_lessons,
+    student_notebook,
+)
 
 GRADER = REPO / "grader"
 TEMPLATE = Path(__file__).resolve().parent / "dist_template"
@@ -53,9 +62,9 @@ STUDENT_COMMANDS = ("lab", "check", "submit")
 SHARED_MAKE_RULES = ("lab", "check", "submit")
 SHARED_MAKE_VARIABLES = ("LESSON", "NAME", "SUBMISSIONS")
 # What grader/course.py of the distribution copies from the course's, by name, in this order.
-SHARED_COURSE_DEFINITIONS = ("REPO", "LESSONS", "SUBMISSIONS", "STUDENT_JUPYTER_CONFIG", "SUBMISSION_REGEXP",
-                             "SUBMISSION_TIME_FORMAT", "select_lessons", "student_notebook", "submission_filename",
-                             "nbgrader_config")
+SHARED_COURSE_DEFINITIONS = ("REPO", "LESSONS", "SUBMISSIONS", "STUDENT_JUPYTER_CONFIG", "LESSON_HELPERS",
+                             "SUBMISSION_REGEXP", "SUBMISSION_TIME_FORMAT", "select_lessons", "student_notebook",
+                             "submission_filename", "nbgrader_config", "with_lesson_helpers")
 # The packages of requirements.txt that students need (their lines are copied with their bounds).
 STUDENT_REQUIREMENTS = ("jupyterlab", "numpy", "matplotlib", "ipywidgets", "nbgrader", "nbformat", "nbclient")
 
@@ -70,7 +79,7 @@ MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN
 
 def copied_files() -> dict[str, Path]:
     """Distribution path -> course file, for every file shipped unchanged (lessons aside)."""
-    files = {"grader/notebook.py": GRADER / "notebook.py"}
+    files = {"grader/notebook.py": GRADER / "notebook.py", LESSON_HELPERS.name: LESSON_HELPERS}
     files |= {f"grader/student/{p.name}": p for p in sorted((GRADER / "student").glob("*.py"))}
     files |= {f"grader/jupyter/{p.relative_to(STUDENT_JUPYTER_CONFIG).as_posix()}": p
               for p in sorted(STUDENT_JUPYTER_CONFIG.rglob("*")) if p.is_file() and not IGNORED.search(p.as_posix())}
@@ -115,6 +124,7 @@ def course_module() -> str:
         "",
         "from __future__ import annotations",
         "",
+        "import os",
         "from pathlib import Path",
         "",
         "from traitlets.config import Config, PyFileConfigLoader",
@@ -312,7 +322,8 @@ def contents(lessons: list[str] | None = None) -> dict[str, bytes]:
         releases[lesson] = sha256(data)
     manifest = {"course": "Attention from Scratch", "releases": releases,
                 "files": {path: sha256(data) for path, data in code.items()
-                          if path.startswith(("grader/", "tests/")) or path in ("nbgrader_config.py", "Makefile")}}
+                          if path.startswith(("grader/", "tests/"))
+                          or path in ("nbgrader_config.py", "Makefile", LESSON_HELPERS.name)}}
     files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     leaks = [path for path, data in files.items() if MARKERS.search(data.decode("utf-8", "replace"))]
     if leaks:  # the tests scan for far more (tests/unit/test_dist_leaks.py); this one costs nothing

@@ -16,9 +16,11 @@
   as not run. nbgrader then scores the test cells that ran before and gives 0 to the others;
 - grading shortcuts (`grading_shortcuts`): the kernel is told that it is being graded, with the
   `NBGRADER_EXECUTION` that nbgrader sets in the grading process (the sandbox clears every other
-  variable), so a lesson's demonstration cells run a smaller version, and it gets
+  variable), so a lesson's demonstration cells run a smaller version (lesson_helpers.py), and it gets
   `shortcut_arguments`, such as a lower figure resolution. Off, every cell runs as `make reference`
-  runs it; the graded verdicts are the same either way (tests/integration/test_grading_shortcuts.py).
+  runs it; the graded verdicts are the same either way (tests/integration/test_grading_shortcuts.py);
+- the course's files that every lesson imports (`course_files`: lesson_helpers.py), copied into the
+  sandboxed kernel's working folder, since the sandbox shows it nothing else of the course.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Integer, List, Unicode
 
+from grader.course import LESSON_HELPERS
 from grader.grading import phases
 from grader.sandbox.bwrap import probe
 from grader.sandbox.kernel import SandboxedKernelManager
@@ -74,6 +77,9 @@ class GuardedExecute(Execute):
                                         "runs as it does outside grading.").tag(config=True)
     shortcut_arguments = List(Unicode(), [], help="Kernel arguments added to extra_arguments while "
                                                   "grading_shortcuts is on.").tag(config=True)
+    course_files = Dict({LESSON_HELPERS.name: str(LESSON_HELPERS)},
+                        help="name -> path of the course's files copied into each sandboxed kernel's working "
+                             "folder, beside the notebook's own: the module the lessons import.").tag(config=True)
 
     # A cell that floods its output must not fail the submission: wait longer for the output to
     # arrive once the cell is done, and carry on without the rest if it does not.
@@ -104,12 +110,13 @@ class GuardedExecute(Execute):
             for limit in ("memory_limit", "tree_memory_limit", "max_processes", "file_size_limit", "disk_limit"):
                 setattr(km, limit, getattr(self, limit))
             km.sandbox_env = self.kernel_environment()
+            km.course_files = dict(self.course_files)
             km.warm = self.warm_kernels
         return km
 
     def kernel_environment(self) -> dict[str, str]:
         """The variables the kernel gets from grading: kernel_env, and while grading_shortcuts is on,
-        nbgrader's NBGRADER_EXECUTION (a lesson's `GRADING` flag reads it)."""
+        nbgrader's NBGRADER_EXECUTION (lesson_helpers.py reads it)."""
         told = {}
         if self.grading_shortcuts and os.environ.get(EXECUTION_VARIABLE):
             told[EXECUTION_VARIABLE] = os.environ[EXECUTION_VARIABLE]

@@ -9,7 +9,8 @@ What the kernel gets (`Sandbox.command`):
   no trusted specs, no gradebook, no nbgrader config, no other submission, no `/etc`, no `/root`;
 - writable, size-limited tmpfs: `/tmp`, a fresh `HOME` (with `IPYTHONDIR`, Jupyter's and
   matplotlib's folders) and the working directory, which holds a copy of the files of the
-  notebook's own folder;
+  notebook's own folder and of the course files every kernel gets (`course_files`: the lessons'
+  helper module), which the notebook imports from there;
 - the per-submission run folder (connection file and IPC sockets) bound at the same path.
 
 Run as root, bwrap maps the sandbox's uid to root outside: it can then read and write only what
@@ -82,6 +83,7 @@ class Sandbox:
     tmpfs_size: int = 256 * 1024**2  # each of /tmp, HOME and the working directory
     real_uid: int | None = None  # run as this host uid through setpriv (root only); None: mapped uid
     env: dict[str, str] = field(default_factory=dict)  # the kernel's whole environment (bwrap clears the rest)
+    course_files: dict[str, str] = field(default_factory=dict)  # name -> path, copied into the working directory
 
     def command(self, kernel_cmd: list[str], *, cwd: str | None = None,
                 template: Path | None = None) -> tuple[list[str], list[int]]:
@@ -111,7 +113,7 @@ class Sandbox:
             args += ["--dir", f"{HOME}/{folder}"]
         args += ["--bind", str(self.rundir), str(self.rundir)]
         fds = []
-        for name, source in copied_files(cwd):
+        for name, source in copied_files(cwd, self.course_files):
             fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
             fds.append(fd)
             args += ["--file", str(fd), f"{WORKDIR}/{name}"]
@@ -137,18 +139,22 @@ class Sandbox:
                 "MPLCONFIGDIR": f"{HOME}/.config/matplotlib", "TMPDIR": "/tmp"}
 
 
-def copied_files(cwd: str | None) -> list[tuple[str, str]]:
-    """(name, path) of the regular files of the notebook's folder that are copied into the sandbox.
+def copied_files(cwd: str | None, course_files: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(name, path) of the files copied into the sandbox's working directory.
 
-    Links, folders, files over MAX_COPIED_FILE and files beyond the first MAX_COPIED_FILES stay out.
+    The regular files of the notebook's folder `cwd`: links, folders, files over MAX_COPIED_FILE
+    and files beyond the first MAX_COPIED_FILES stay out. Then `course_files` (name -> path),
+    which replace a file of the same name from the notebook's folder.
     """
-    if not cwd or not os.path.isdir(cwd):
-        return []
+    course_files = course_files or {}
     files = []
-    for entry in sorted(os.scandir(cwd), key=lambda e: e.name):
-        if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size <= MAX_COPIED_FILE:
-            files.append((entry.name, entry.path))
-    return files[:MAX_COPIED_FILES]
+    if cwd and os.path.isdir(cwd):
+        for entry in sorted(os.scandir(cwd), key=lambda e: e.name):
+            if entry.name in course_files:
+                continue
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size <= MAX_COPIED_FILE:
+                files.append((entry.name, entry.path))
+    return files[:MAX_COPIED_FILES] + sorted(course_files.items())
 
 
 @cache

@@ -101,7 +101,8 @@ class SandboxProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         km: SandboxedKernelManager = self.parent
-        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, real_uid=km.real_uid, env=km.sandbox_env)
+        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, real_uid=km.real_uid, env=km.sandbox_env,
+                          course_files=dict(km.course_files))
         argv, fds = sandbox.command(cmd, cwd=str(kwargs.pop("cwd", "") or ""))
         kwargs["pass_fds"] = fds
         kwargs["cwd"] = str(km.rundir)
@@ -175,7 +176,7 @@ class WarmProvisioner(SandboxProvisioner):
         limits = {"memory": km.memory_limit, "file_size": km.file_size_limit, "processes": km.max_processes}
         pid = km.template.start_kernel(rundir=km.rundir, args=kernel_args(cmd), env=sandbox.kernel_env(),
                                        limits=limits, tmpfs_size=km.disk_limit,
-                                       files=copied_files(str(kwargs.get("cwd", "") or "")))
+                                       files=copied_files(str(kwargs.get("cwd", "") or ""), dict(km.course_files)))
         self.process = ForeignProcess(pid)
         self.pid, self.pgid, self.cwd = pid, None, str(km.rundir)
         km.start_watchdog(pid)
@@ -191,6 +192,8 @@ class SandboxedKernelManager(AsyncKernelManager):
     file_size_limit = Integer(0, help="Bytes of the largest file the kernel may write (RLIMIT_FSIZE); 0: none.")
     disk_limit = Integer(0, help="Bytes of each writable tmpfs in the sandbox; 0: no size given.")
     sandbox_env = Dict({}, help="Environment variables of the kernel (nothing else of the grader's reaches it).")
+    course_files = Dict({}, help="name -> path of course files copied into the kernel's working folder, "
+                                 "beside the notebook's own (the lessons' helper module).")
     killed_for = Unicode("", help="Set when the watchdog killed the kernel: what it exceeded.")
     client_factory = Type(PromptKernelClient, klass=PromptKernelClient)  # ready without 0.2 s of silence
     warm = Bool(True, help="Fork the kernel from this process's warm template (grader.sandbox.template); "

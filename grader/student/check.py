@@ -42,7 +42,9 @@ distribution's copy of this module is this file, unchanged.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +59,7 @@ from traitlets import import_item
 from traitlets.config import Config
 
 from grader import notebook as nbmeta
-from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
+from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook, with_lesson_helpers
 from grader.student import releases
 
 PASSED = "passed"
@@ -147,13 +149,27 @@ class _NotebookRunner(Validator):
     """nbgrader's Validator, asked only to run a notebook: its preprocessors, its environment."""
 
     def run(self, nb: NotebookNode, directory: Path) -> NotebookNode:
-        with utils.chdir(str(directory)):
+        with utils.chdir(str(directory)), _kernel_pythonpath():
             return self.as_graded(self._preprocess(nb))
 
     def as_graded(self, nb: NotebookNode) -> NotebookNode:
         """Drop the stderr output that grading ignores before scoring (the course's `IgnorePattern`)."""
         ignore = IgnorePattern(parent=self)
         return ignore.preprocess(nb, {})[0] if ignore.enabled else nb
+
+
+@contextlib.contextmanager
+def _kernel_pythonpath():
+    """While it lasts, kernels started by this process can `import lesson_helpers` (PYTHONPATH)."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = with_lesson_helpers(dict(os.environ))["PYTHONPATH"]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def _error_text(cell: NotebookNode, timeout: int | None = None) -> str:

@@ -19,19 +19,20 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG
+from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG, with_lesson_helpers
 
 
 def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of the lab server: `base` (default: this process's) plus the student config.
 
     MPLBACKEND is dropped: exported as Agg it reaches the kernels, and plt.show() draws nothing.
+    The kernels inherit it, PYTHONPATH included, so that every lesson can `import lesson_helpers`.
     """
     env = dict(os.environ if base is None else base)
     env.pop("MPLBACKEND", None)
     paths = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(STUDENT_JUPYTER_CONFIG), *paths])
-    return env
+    return with_lesson_helpers(env)
 
 
 def command(*, root_dir: Path = LESSONS, jupyter_args: Sequence[str] = (), as_root: bool | None = None) -> list[str]:

@@ -1,7 +1,7 @@
 """Grading shortcuts make grading cheaper and change no verdict.
 
 While grading, each kernel is told that it is being graded, so a lesson's demonstrations run a
-smaller version (its GRADING flag, docs/lesson-style.md), and it draws figures at a lower cost
+smaller version (lesson_helpers.py, docs/lesson-style.md), and it draws figures at a lower cost
 (`GuardedExecute.grading_shortcuts` and `shortcut_arguments`, grader/nbgrader_config.py). The
 shared batch (tests/integration/conftest.py) grades every fixture with the shortcuts on. Here the
 reference answers and one common mistake of every lesson are graded again, in a copy of the same

@@ -68,7 +68,7 @@ def test_every_student_module_and_file_is_shipped_unchanged(built):
     assert {Path(p).name for p in copied if p.startswith("grader/student/")} == course_student
     jupyter = {p.relative_to(REPO).as_posix() for p in (GRADER / "jupyter").rglob("*") if p.is_file()}
     assert jupyter and jupyter <= set(copied), "grader/jupyter/ must ship whole"
-    assert "grader/notebook.py" in copied
+    assert "grader/notebook.py" in copied and "lesson_helpers.py" in copied
     for path, source in copied.items():
         assert (built / path).read_bytes() == source.read_bytes(), f"{path} differs from the course's {source}"
 
@@ -247,3 +247,25 @@ def test_rebuilding_replaces_an_earlier_distribution_but_keeps_its_git(built, tm
     assert (earlier / ".git" / "HEAD").is_file() and not (earlier / "lessons" / "old-lesson").exists()
     assert json.loads((earlier / dist.MANIFEST).read_text())["releases"].keys() == {"03-parallel-heads"}
     assert dist.differences(earlier, dist.contents(["03-parallel-heads"])) == [] and len(files) > 10
+
+
+def test_kernels_of_its_lab_and_self_check_import_its_own_lesson_helpers(built, tmp_path):
+    """Nothing is installed into a distribution's environment: `make lab` and `make check` put its root on
+    the kernels' PYTHONPATH, ahead of anything else (here, the course's own copy, which this .venv reaches)."""
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(built, moved)
+    probe = textwrap.dedent("""
+        import contextlib, os, subprocess, sys
+        from grader.student import check, lab
+        kernel = [sys.executable, "-c", "import lesson_helpers; print(lesson_helpers.__file__)"]
+        folder = sorted(p for p in (lab.LESSONS).iterdir() if p.is_dir())[0]
+        print(subprocess.run(kernel, cwd=folder, env=lab.environment(), capture_output=True, text=True).stdout.strip())
+        with check._kernel_pythonpath():
+            print(subprocess.run(kernel, cwd=folder, capture_output=True, text=True).stdout.strip())
+        print(os.environ.get("PYTHONPATH"))
+    """)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=moved, env=alone(), text=True, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    expected = str((moved / "lesson_helpers.py").resolve())
+    assert done.stdout.splitlines() == [expected, expected, "None"], done.stdout

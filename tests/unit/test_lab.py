@@ -26,3 +26,4 @@ def test_the_student_configuration_comes_first_and_no_figure_backend_is_forced()
     env = lab.environment({"JUPYTER_CONFIG_PATH": "/elsewhere", "MPLBACKEND": "Agg"})
     assert env["JUPYTER_CONFIG_PATH"].split(":") == [str(STUDENT_JUPYTER_CONFIG), "/elsewhere"]
     assert "MPLBACKEND" not in env
+    assert env["PYTHONPATH"].split(":")[0] == str(REPO)  # kernels import lesson_helpers.py from the course root
