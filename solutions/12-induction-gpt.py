@@ -724,50 +724,51 @@ plt.show()
 # What the run shows, in numbers:
 
 # %%
-def phase_summary(history, floor=BAG_FLOOR):
-    """Steps on the plateau (loss above the floor), and steps from the floor to a tenth of it."""
+def phase_summary(history, floor=BAG_FLOOR, window=100):
+    """(first step below the floor, whether the loss fell from above the floor to below half of it within `window` steps)."""
     steps, loss = history["step"], history["second_half"]
     below = np.flatnonzero(loss < floor)
-    tenth = np.flatnonzero(loss < floor / 10)
     crossed = int(steps[below[0]]) if below.size else None
-    reached = int(steps[tenth[0]]) if tenth.size else None
-    return crossed, reached
+    sudden = any(loss[i] > floor and np.any(loss[(steps > steps[i]) & (steps <= steps[i] + window)] < floor / 2)
+                 for i in range(len(steps)))
+    return crossed, bool(sudden)
 
 
-crossed, reached = phase_summary(history)
-print(f"second-half loss: {history['second_half'][0]:.3f} at step 0, {history['second_half'][-1]:.3f} at step {STEPS}")
-print(f"first below the bag floor ({BAG_FLOOR:.2f}) at step: {crossed}")
-print(f"first below a tenth of it ({BAG_FLOOR / 10:.2f}) at step: {reached}")
-print(f"final second-half loss / bag floor: {history['second_half'][-1] / BAG_FLOOR:.3f}")
+marks = np.flatnonzero(history["step"] % 100 == 0)
+print("step:            ", " ".join(f"{s:5d}" for s in history["step"][marks]))
+print("second-half loss:", " ".join(f"{v:5.2f}" for v in history["second_half"][marks]))
+crossed, sudden = phase_summary(history)
+print(f"first below the bag floor ({BAG_FLOOR:.2f}) at step {crossed}; from above it to below half of it "
+      f"({BAG_FLOOR / 2:.2f}) within 100 steps: {sudden}")
+print(f"final second-half loss {history['second_half'][-1]:.3f} = {history['second_half'][-1] / BAG_FLOOR:.2f} x the bag floor")
 
 # %% [markdown]
-# In the 800-step run, the loss first drifts down from $\log V$ toward the bag floor (the model
-# learns which tokens to expect), stays near it for a while, then falls through it and on to a small
-# fraction of it within a few evaluations, while the previous-token and induction scores climb
-# together. The fall is the **phase change**: the two heads are only useful together, so neither
-# gets much gradient until both have started to form.
+# In the 800-step run the second-half loss comes down from about $\log V$ slowly for the first
+# couple of hundred steps, then falls through the bag floor and to well under half of it within a
+# hundred steps, while the previous-token and induction scores climb together; after that it
+# improves slowly. The fall is the **phase change**: the two heads are only useful together, so
+# neither gets much gradient until both have started to form.
 #
 # One run is one draw. The next cell trains the same model from other initialisations, on other
-# batches, and counts how often the same thing happens: the loss falls below a tenth of the bag
-# floor within the steps of the main run.
+# batches, and counts how often the same thing happens: a fall from above the bag floor to below
+# half of it within 100 steps.
 
 # %%
 SEEDS = demo_size(full=5, small=1)
 print(f"{SEEDS} more runs of {STEPS} steps: init default_rng(seed), batches default_rng(100 + seed)")
-seed_results = []
+runs = [phase_summary(history) + (float(history["second_half"][-1]),)]
 for seed in range(1, SEEDS + 1):
     _, history_seed = train(init_gpt(np.random.default_rng(seed)), STEPS, data_seed=100 + seed)
-    seed_results.append(phase_summary(history_seed) + (float(history_seed["second_half"][-1]),))
-    print(f"seed {seed}: below the bag floor at step {seed_results[-1][0]}, below a tenth at step "
-          f"{seed_results[-1][1]}, final second-half loss {seed_results[-1][2]:.3f}")
-runs = [phase_summary(history) + (float(history["second_half"][-1]),)] + seed_results
-formed = sum(reached is not None for _, reached, _ in runs)
-print(f"loss below a tenth of the bag floor within {STEPS} steps: {formed} of {len(runs)} runs (main run included)")
+    runs.append(phase_summary(history_seed) + (float(history_seed["second_half"][-1]),))
+    print(f"seed {seed}: below the bag floor at step {runs[-1][0]}, sudden fall: {runs[-1][1]}, "
+          f"final second-half loss {runs[-1][2]:.3f}")
+print(f"sudden fall through the bag floor within {STEPS} steps: {sum(r[1] for r in runs)} of {len(runs)} runs "
+      "(main run included)")
+print(f"final second-half loss below half the bag floor: {sum(r[2] < BAG_FLOOR / 2 for r in runs)} of {len(runs)} runs")
 
 # %% [markdown]
-# The count above is the honest summary: how often, in this setting and this many steps, the model
-# gets there. Runs that have not got there yet are usually still on the plateau, not stuck for ever;
-# more steps would tell.
+# The counts above are the summary to trust, not the one curve drawn: how often, in this setting and
+# in this many steps, the fall happens.
 #
 # ### Why the period varies, and why no MLP
 #
@@ -1121,8 +1122,15 @@ print(f"tokens copied right: {int((new_tokens == held_sequence[len(prompt):]).su
 print("same as recomputing the full forward pass:",
       np.array_equal(new_tokens, generate_by_recomputing(params_trained, prompt, n_new, H)))
 print("cache:", [tuple(K.shape) for K, _ in kv], "(h, T0 + n_new - 1, hs) keys per layer")
+repeated = {int(t): int(n) for t, n in zip(*np.unique(prompt[:PERIOD], return_counts=True), strict=True) if n > 1}
+print("tokens that occur more than once in the first half, with their counts:", repeated)
 copied = [np.array_equal(generate(params_trained, s[:PERIOD + 1], n_new, H)[0], s[PERIOD + 1:]) for s in held_out[:32]]
 print(f"held-out sequences 0 to 31 whose whole second half is copied right: {sum(copied)} of 32")
+
+# %% [markdown]
+# Where a token occurs more than once in the first half, "the token after its previous occurrence"
+# has more than one answer, and an induction head that matches on the current token alone cannot
+# tell which: such tokens are where the copy can go wrong.
 
 # %% nbgrader={"grade": true, "grade_id": "test_generate", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 def check_generate(params, prompt, n_new, h):
@@ -1155,7 +1163,7 @@ def check_generate(params, prompt, n_new, h):
             f"layer {layer}: the cached keys or values differ from the full forward pass's")
 
 
-check_generate(small_model(21), np.array([3, 1, 4]), 4, 2)
+check_generate(small_model(21), np.array([3, 1, 4]), 3, 2)
 check_generate(small_model(22, layers=1), np.array([6]), 1, 1)
 check_generate(small_model(23, layers=3, t_max=6), np.array([0, 2]), 5, 4)
 print("Exercise 4 visible checks passed (hidden tests run at grading).")
