@@ -541,7 +541,7 @@ def gpt_backward(params, cache, dlogits, h):
 # ### Checking every gradient at float64
 #
 # A finite-difference check of every entry of every parameter tensor, on a small model (vocabulary
-# 7, 5 positions, width 8, 2 heads, 2 blocks: 474 entries) and a batch of 3 sequences of 4 tokens
+# 7, 5 positions, width 8, 2 heads, 2 blocks: 712 entries) and a batch of 3 sequences of 4 tokens
 # in which tokens repeat. Each entry $\theta_i$ is nudged by $\pm 10^{-6}$ and the loss is recomputed:
 #
 # $$\frac{\partial L}{\partial \theta_i} \approx \frac{L(\theta + \epsilon e_i) - L(\theta - \epsilon e_i)}{2 \epsilon} .$$
@@ -669,8 +669,9 @@ def train(params, steps, data_seed, periods=PERIODS, print_every=None):
             history["step"].append(step)
             history["second_half"].append(loss2)
             history["previous"].append(previous_token_score(cache["blocks"][0]["weights"]))  # (h,)
-            history["induction"].append(np.array([  # layer 1: weight on key i - PERIOD + 1, queries i >= PERIOD
-                cache["blocks"][1]["weights"][:, head, SECOND, np.arange(1, PERIOD)].mean() for head in range(H)]))
+            queries = np.arange(PERIOD, 2 * PERIOD - 1)  # (11,): the second-half inputs
+            history["induction"].append(  # layer 1: the weight of query i on key i - PERIOD + 1, per head
+                cache["blocks"][1]["weights"][:, :, queries, queries - PERIOD + 1].mean(axis=(0, 2)))  # (B, h, 11) -> (h,)
             if print_every and step % print_every == 0:
                 print(f"step {step:4d}   second-half loss {loss2:.3f}")
         if step == steps:
@@ -741,13 +742,20 @@ crossed, sudden = phase_summary(history)
 print(f"first below the bag floor ({BAG_FLOOR:.2f}) at step {crossed}; from above it to below half of it "
       f"({BAG_FLOOR / 2:.2f}) within 100 steps: {sudden}")
 print(f"final second-half loss {history['second_half'][-1]:.3f} = {history['second_half'][-1] / BAG_FLOOR:.2f} x the bag floor")
+fall = history["second_half"][:-5] - history["second_half"][5:]  # loss lost over each 100 steps (5 evaluations)
+start = int(fall.argmax())
+print(f"steepest fall over 100 steps: {history['second_half'][start]:.2f} at step {history['step'][start]} to "
+      f"{history['second_half'][start + 5]:.2f} at step {history['step'][start + 5]}; the 100 steps before it: "
+      + (f"{history['second_half'][start - 5]:.2f} to {history['second_half'][start]:.2f}" if start >= 5 else "none"))
 
 # %% [markdown]
-# In the 800-step run the second-half loss comes down from about $\log V$ slowly for the first
-# couple of hundred steps, then falls through the bag floor and to well under half of it within a
-# hundred steps, while the previous-token and induction scores climb together; after that it
-# improves slowly. The fall is the **phase change**: the two heads are only useful together, so
-# neither gets much gradient until both have started to form.
+# In the 800-step run there is no flat plateau: the second-half loss first comes down steadily from
+# above $\log V$, while the model learns which tokens to expect, then falls much faster for about a
+# hundred steps, through the bag floor to well under half of it, and after that improves slowly. The
+# steep stretch is the same stretch in which the layer-0 previous-token score climbs on the right of
+# the figure; the layer-1 induction scores climb with it. This is the **phase change** of the
+# induction head as this run shows it: a short, steep fall, not a long plateau before it. The
+# printed lines above give the two slopes.
 #
 # One run is one draw. The next cell trains the same model from other initialisations, on other
 # batches, and counts how often the same thing happens: a fall from above the bag floor to below
@@ -1010,6 +1018,12 @@ for layer in range(LAYERS):
 order = np.argsort(ablated.ravel())[::-1]
 print("heads by the loss their removal costs:",
       ", ".join(f"L{i // H}H{i % H} {ablated.ravel()[i]:.2f}" for i in order))
+previous_head = int(scores["previous-token"][0].argmax())  # layer 0's head with the highest previous-token score
+mask = np.ones((LAYERS, H))
+mask[0, previous_head] = 0.0
+_, cache_without = second_half_loss(params_trained, eval_inputs, eval_targets, mask)
+print(f"layer-1 induction scores, intact: {np.round(scores['induction'][1], 3)}; with layer 0 head {previous_head} "
+      f"off: {np.round(induction_score(cache_without['blocks'][1]['weights'], PERIOD), 3)}")
 
 # %%
 fig, ax = plt.subplots(figsize=(7.5, 4))
@@ -1027,9 +1041,13 @@ plt.show()
 # *Figure: one bar per switched-off head, orange for layer 0 and green for layer 1. The blue line is
 # the intact model; a bar far above it marks a head the copy depends on.*
 #
-# Compare the printed ranking with the scores of section 7: the heads whose removal costs the most
-# are the ones the scores singled out, the previous-token head of layer 0 and the induction head of
-# layer 1. Neither works alone: the induction head's keys are what the previous-token head wrote.
+# Compare the printed ranking with the scores of section 7. In the 800-step run the two heads whose
+# removal costs the most are the head with the highest previous-token score (layer 0) and the head
+# with the highest induction score (layer 1): the pair the scores singled out. Removing the
+# previous-token head costs far more than removing the induction head. Layer 1 has two heads with
+# high induction scores, which share the copying, while the previous-token head has no stand-in; and
+# the last printed line shows what its removal does to the induction heads: their induction scores
+# collapse, because the keys they match on were written by it.
 #
 # ## 9. Generation with a KV cache
 #
