@@ -315,10 +315,11 @@ def adam_step(params, grads, state, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 # \text{logits} = \text{LN}_f(x_2)\, U .$$
 #
 # Why no MLP? Lesson 11's block adds one after each attention layer. Copying a token needs only
-# attention, and with $C = 32$ the MLP (`(C, 4C)` and `(4C, C)`) holds twice as many weights as the
-# attention and dominates the cost of a step. Section 6 times a step of each and trains the model
-# with MLPs for a while on the same data: on this task the MLPs make each step several times
-# slower, and the second-half loss falls later, so this lesson leaves them out.
+# attention: finding the previous token, then finding the earlier occurrence and reading what came
+# after it. With $C = 32$ the two MLPs (`(C, 4C)` and `(4C, C)` each) would hold more weights than
+# the whole attention-only model, and section 6 times a forward pass of each: the MLPs make it
+# several times slower. This lesson leaves them out, and sections 7 and 8 show that the two layers
+# of attention do the copying alone.
 #
 # The parameters are one flat dict, ready for Adam: `"E"`, `"P"`, for each layer $l$
 # `"b{l}.ln_g"`, `"b{l}.ln_b"` `(C,)` and `"b{l}.Wq"`, `"b{l}.Wk"`, `"b{l}.Wv"`, `"b{l}.Wo"`
@@ -811,8 +812,8 @@ print(f"bag floor, period 8: {bag_floor(held_8, 8):.3f}")
 # head, and fails on period 8: it learned "copy from 11 positions back", which positions alone can
 # do. Varying the period removes that shortcut.
 #
-# Second, a step of the model with Lesson 11's MLP after each attention layer (`(C, 4C)` and
-# `(4C, C)`, GELU) against a step of the attention-only model, on the same batch:
+# Second, the cost: a forward pass of the model with Lesson 11's MLP after each attention layer
+# (`(C, 4C)` and `(4C, C)`, GELU) against one of the attention-only model, on the same batch:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -854,8 +855,8 @@ print(f"parameters of the MLPs: {sum(p.size for p in mlp_params.values()):,}; of
       f"{sum(p.size for p in params_init.values()):,}")
 
 # %% [markdown]
-# The MLPs would double the model and multiply the cost of every step, to learn something that,
-# as the next sections show, two attention heads do alone.
+# The MLPs would more than double the parameters and multiply the cost of every step, for a task
+# that, as the next sections show, two layers of attention solve alone.
 #
 # ## 7. Finding the heads
 #

@@ -130,7 +130,8 @@ def gpt_backward(params, cache, dlogits, h):
         dQ, dK = dscores @ K / np.sqrt(hs), dscores.transpose(0, 1, 3, 2) @ Q / np.sqrt(hs)
         a_rows = block["a"].reshape(B * T, width)
         dQ, dK, dV = (_merge(d).reshape(B * T, width) for d in (dQ, dK, dV))
-        grads[f"b{layer}.Wq"], grads[f"b{layer}.Wk"], grads[f"b{layer}.Wv"] = a_rows.T @ dQ, a_rows.T @ dK, a_rows.T @ dV
+        for name, d in (("Wq", dQ), ("Wk", dK), ("Wv", dV)):
+            grads[f"b{layer}.{name}"] = a_rows.T @ d
         da = (dQ @ Wq.T + dK @ Wk.T + dV @ Wv.T).reshape(B, T, width)
         dx, grads[f"b{layer}.ln_g"], grads[f"b{layer}.ln_b"] = _layer_norm_backward(da, block["x_in"],
                                                                                     params[f"b{layer}.ln_g"])
