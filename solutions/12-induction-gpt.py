@@ -562,7 +562,7 @@ def reference_loss(logits, targets):
 
 def small_model(seed, vocab=7, t_max=5, width=8, layers=2):
     """A small model with every parameter, LayerNorm weights included, drawn at random."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed=seed)
     params = init_gpt(rng, vocab, t_max, width, layers)
     for name in params:
         if "ln" in name:
@@ -743,11 +743,13 @@ crossed, sudden = phase_summary(history)
 print(f"first below the bag floor ({BAG_FLOOR:.2f}) at step {crossed}; from above it to below half of it "
       f"({BAG_FLOOR / 2:.2f}) within 100 steps: {sudden}")
 print(f"final second-half loss {history['second_half'][-1]:.3f} = {history['second_half'][-1] / BAG_FLOOR:.2f} x the bag floor")
-fall = history["second_half"][:-5] - history["second_half"][5:]  # loss lost over each 100 steps (5 evaluations)
-start = int(fall.argmax())
-print(f"steepest fall over 100 steps: {history['second_half'][start]:.2f} at step {history['step'][start]} to "
-      f"{history['second_half'][start + 5]:.2f} at step {history['step'][start + 5]}; the 100 steps before it: "
-      + (f"{history['second_half'][start - 5]:.2f} to {history['second_half'][start]:.2f}" if start >= 5 else "none"))
+span = min(100 // EVAL_EVERY, len(history["step"]) - 1)  # evaluations in 100 steps (fewer in a short run)
+loss_curve = history["second_half"]
+start = int((loss_curve[:-span] - loss_curve[span:]).argmax())  # where the loss falls most over `span` evaluations
+before = (f"{loss_curve[start - span]:.2f} to {loss_curve[start]:.2f}" if start >= span else "not in this run")
+print(f"steepest fall over {span * EVAL_EVERY} steps: {loss_curve[start]:.2f} at step {history['step'][start]} to "
+      f"{loss_curve[start + span]:.2f} at step {history['step'][start + span]}; the {span * EVAL_EVERY} steps "
+      f"before it: {before}")
 
 # %% [markdown]
 # In the 800-step run there is no flat plateau: the second-half loss first comes down steadily from
@@ -764,10 +766,10 @@ print(f"steepest fall over 100 steps: {history['second_half'][start]:.2f} at ste
 
 # %%
 SEEDS = demo_size(full=5, small=1)
-print(f"{SEEDS} more runs of {STEPS} steps: init default_rng(seed), batches default_rng(100 + seed)")
+print(f"{SEEDS} more runs of {STEPS} steps: init default_rng(s), batches default_rng(100 + s), for s = 1 .. {SEEDS}")
 runs = [phase_summary(history) + (float(history["second_half"][-1]),)]
 for seed in range(1, SEEDS + 1):
-    _, history_seed = train(init_gpt(np.random.default_rng(seed)), STEPS, data_seed=100 + seed)
+    _, history_seed = train(init_gpt(np.random.default_rng(seed=seed)), STEPS, data_seed=100 + seed)
     runs.append(phase_summary(history_seed) + (float(history_seed["second_half"][-1]),))
     print(f"seed {seed}: below the bag floor at step {runs[-1][0]}, sudden fall: {runs[-1][1]}, "
           f"final second-half loss {runs[-1][2]:.3f}")
@@ -1070,8 +1072,8 @@ plt.show()
 #
 # ### Exercise 4: `generate` (5 points)
 #
-# Write `generate(params, prompt, n_new, h)`: `prompt` a 1-D int array of length $T_0 \ge 1$, `n_new
-# \ge 1` new tokens, with $T_0 + n_{\text{new}} - 1 \le T_{\max}$ (the rows of $P$). Feed the
+# Write `generate(params, prompt, n_new, h)`: `prompt` a 1-D int array of length $T_0 \ge 1$,
+# `n_new` $\ge 1$ new tokens, with $T_0 + n_{\text{new}} - 1 \le T_{\max}$ (the rows of $P$). Feed the
 # prompt's tokens one at a time through the cache, then each new token, and return the pair
 # `(new_tokens, cache)`:
 #
