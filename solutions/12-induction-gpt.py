@@ -752,13 +752,14 @@ print(f"steepest fall over {span * EVAL_EVERY} steps: {loss_curve[start]:.2f} at
       f"before it: {before}")
 
 # %% [markdown]
-# In the 800-step run there is no flat plateau: the second-half loss first comes down steadily from
-# above $\log V$, while the model learns which tokens to expect, then falls much faster for about a
-# hundred steps, through the bag floor to well under half of it, and after that improves slowly. The
-# steep stretch is the same stretch in which the layer-0 previous-token score climbs on the right of
-# the figure; the layer-1 induction scores climb with it. This is the **phase change** of the
-# induction head as this run shows it: a short, steep fall, not a long plateau before it. The
-# printed lines above give the two slopes.
+# The 800-step run shows the phase change most clearly in the head scores, on the right: for the
+# first hundred-odd steps every score stays flat near its value at initialisation; then, within
+# about a hundred steps, a layer-0 head's previous-token score and the layer-1 heads' induction
+# scores climb together, and then level off. The loss, on the left, has no flat plateau: it first
+# comes down steadily while the model learns which tokens to expect, and its fall steepens in the
+# same hundred steps as the scores climb (the printed lines: the steepest hundred steps against the
+# hundred before them), through the bag floor to well under half of it. The two heads are only
+# useful together, which is why they appear together.
 #
 # One run is one draw. The next cell trains the same model from other initialisations, on other
 # batches, and counts how often the same thing happens: a fall from above the bag floor to below
