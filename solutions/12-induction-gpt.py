@@ -534,7 +534,7 @@ def gpt_backward(params, cache, dlogits, h):
     np.add.at(grads["E"], cache["tokens"], delta)  # repeated tokens accumulate
     grads["P"] = np.zeros_like(params["P"])
     grads["P"][:T] = delta.sum(axis=0)  # (B, T, C) -> (T, C); rows T .. T_max - 1 were not used
-    return grads
+    return grads  # {name: dL/d(name)}, the keys and shapes of params
     ### END SOLUTION
 
 
