@@ -1,0 +1,234 @@
+"""Trusted hidden tests of Lesson 12 (solutions/12-induction-gpt.py): references and fresh inputs.
+
+Each reference is written here from the lesson's equations, independently of the notebook, and
+runs in the grading process. The model's forward pass is defined here too: `gpt_backward` is
+called with a cache built by this forward pass on a fresh small model, and `generate` is compared
+with greedy decoding by recomputation on fresh small models. Every `cases` generator starts with
+fixed edge cases (one block, one head, one position, tokens repeated within a sequence, LayerNorm
+weights away from 1 and 0) and adds random ones; all values are drawn from `rng`.
+"""
+
+import numpy as np
+
+from grader.trusted import Check, Same, call
+
+# --- Exercise 1: the cross-entropy over every position ---------------------------------------------
+
+
+def cross_entropy(logits, targets):
+    vocab = logits.shape[-1]
+    z = logits.reshape(-1, vocab)  # (N, V)
+    y = np.asarray(targets).reshape(-1)  # (N,)
+    rows = np.arange(z.shape[0])
+    row_max = z.max(axis=1, keepdims=True)
+    log_sum_exp = row_max[:, 0] + np.log(np.exp(z - row_max).sum(axis=1))  # (N,)
+    loss = float(np.mean(log_sum_exp - z[rows, y]))
+    probabilities = np.exp(z - log_sum_exp[:, None])  # (N, V)
+    probabilities[rows, y] -= 1.0
+    return loss, (probabilities / z.shape[0]).reshape(logits.shape)  # mean over N = every prediction
+
+
+def cross_entropy_cases(rng):
+    # Fixed: (B, T, V) with B, T > 1 (the mean runs over B * T); one prediction; +-1000.
+    yield call(rng.standard_normal((2, 3, 5)) * 2, rng.integers(0, 5, size=(2, 3)))
+    yield call(rng.standard_normal((1, 1, 4)), np.array([[3]]))
+    huge = rng.choice([-1000.0, 1000.0], size=(2, 2, 6))
+    huge[0, 0] = -1000.0  # all equal and very negative: a naive sum of exponentials is 0
+    huge[1, 1] = [1000.0, -1000.0, 0.0, 500.0, -3.0, 1000.0]
+    yield call(huge, np.array([[0, 5], [2, 1]]))
+    # Other numbers of leading axes: (N, V) and (B, T, S, V).
+    yield call(rng.standard_normal((4, 3)) * 3, rng.integers(0, 3, size=4))
+    yield call(rng.standard_normal((2, 2, 3, 4)), rng.integers(0, 4, size=(2, 2, 3)))
+    for _ in range(2):
+        B, T, vocab = (int(n) for n in rng.integers(1, 6, size=3) + np.array([0, 0, 1]))
+        yield call(rng.standard_normal((B, T, vocab)) * 10 ** rng.uniform(-1, 2.5), rng.integers(0, vocab, size=(B, T)))
+
+
+# --- The model (the lesson's gpt_forward), for the two checks that need one -------------------------
+
+
+def _layer_norm(x, gamma, beta, eps=1e-5):
+    mean = x.mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta
+
+
+def _layer_norm_backward(dout, x, gamma, eps=1e-5):
+    rstd = 1 / np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+    x_hat = (x - x.mean(axis=-1, keepdims=True)) * rstd
+    g_hat = dout * gamma
+    dx = rstd * (g_hat - g_hat.mean(axis=-1, keepdims=True) - x_hat * (g_hat * x_hat).mean(axis=-1, keepdims=True))
+    rows = tuple(range(x.ndim - 1))
+    return dx, (dout * x_hat).sum(axis=rows), dout.sum(axis=rows)
+
+
+def _split(x, h):  # (B, T, C) -> (B, h, T, hs)
+    B, T, C = x.shape
+    return x.reshape(B, T, h, C // h).transpose(0, 2, 1, 3)
+
+
+def _merge(x):  # (B, h, T, hs) -> (B, T, C)
+    B, h, T, hs = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, T, h * hs)
+
+
+def _layers(params):
+    return sum(1 for name in params if name.endswith(".Wq"))
+
+
+def _forward(params, tokens, h):
+    """The lesson's gpt_forward: (logits (B, T, V), cache)."""
+    B, T = tokens.shape
+    x = params["E"][tokens] + params["P"][:T]
+    blocks = []
+    for layer in range(_layers(params)):
+        a = _layer_norm(x, params[f"b{layer}.ln_g"], params[f"b{layer}.ln_b"])
+        Q, K, V = (_split(a @ params[f"b{layer}.{n}"], h) for n in ("Wq", "Wk", "Wv"))
+        scores = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(Q.shape[-1])
+        scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights = weights / weights.sum(axis=-1, keepdims=True)
+        concat = _merge(weights @ V)
+        blocks.append({"x_in": x, "a": a, "Q": Q, "K": K, "V": V, "weights": weights, "concat": concat})
+        x = x + concat @ params[f"b{layer}.Wo"]
+    xf = _layer_norm(x, params["lnf_g"], params["lnf_b"])
+    return xf @ params["U"], {"tokens": tokens, "blocks": blocks, "x_final": x, "xf": xf}
+
+
+def _model(rng, vocab, t_max, width, layers):
+    """A fresh model with every parameter drawn at random, LayerNorm weights included."""
+    params = {"E": rng.standard_normal((vocab, width)), "P": rng.standard_normal((t_max, width))}
+    for layer in range(layers):
+        params[f"b{layer}.ln_g"] = 1 + 0.5 * rng.standard_normal(width)
+        params[f"b{layer}.ln_b"] = 0.5 * rng.standard_normal(width)
+        for name in ("Wq", "Wk", "Wv", "Wo"):
+            params[f"b{layer}.{name}"] = rng.standard_normal((width, width)) / np.sqrt(width)
+    params["lnf_g"] = 1 + 0.5 * rng.standard_normal(width)
+    params["lnf_b"] = 0.5 * rng.standard_normal(width)
+    params["U"] = rng.standard_normal((width, vocab)) / np.sqrt(width)
+    return params
+
+
+# --- Exercise 2: the backward pass ------------------------------------------------------------------
+
+
+def gpt_backward(params, cache, dlogits, h):
+    B, T, vocab = dlogits.shape
+    width = params["U"].shape[0]
+    grads = {"U": cache["xf"].reshape(B * T, width).T @ dlogits.reshape(B * T, vocab)}
+    delta, grads["lnf_g"], grads["lnf_b"] = _layer_norm_backward(dlogits @ params["U"].T, cache["x_final"],
+                                                                 params["lnf_g"])
+    for layer in reversed(range(len(cache["blocks"]))):
+        block = cache["blocks"][layer]
+        Wq, Wk, Wv, Wo = (params[f"b{layer}.{n}"] for n in ("Wq", "Wk", "Wv", "Wo"))
+        Q, K, V, weights = block["Q"], block["K"], block["V"], block["weights"]
+        hs = Q.shape[-1]
+        grads[f"b{layer}.Wo"] = block["concat"].reshape(B * T, width).T @ delta.reshape(B * T, width)
+        dper_head = _split(delta @ Wo.T, h)
+        dweights = dper_head @ V.transpose(0, 1, 3, 2)
+        dV = weights.transpose(0, 1, 3, 2) @ dper_head
+        dscores = weights * (dweights - (dweights * weights).sum(axis=-1, keepdims=True))
+        dQ, dK = dscores @ K / np.sqrt(hs), dscores.transpose(0, 1, 3, 2) @ Q / np.sqrt(hs)
+        a_rows = block["a"].reshape(B * T, width)
+        dQ, dK, dV = (_merge(d).reshape(B * T, width) for d in (dQ, dK, dV))
+        for name, d in (("Wq", dQ), ("Wk", dK), ("Wv", dV)):
+            grads[f"b{layer}.{name}"] = a_rows.T @ d
+        da = (dQ @ Wq.T + dK @ Wk.T + dV @ Wv.T).reshape(B, T, width)
+        dx, grads[f"b{layer}.ln_g"], grads[f"b{layer}.ln_b"] = _layer_norm_backward(da, block["x_in"],
+                                                                                    params[f"b{layer}.ln_g"])
+        delta = delta + dx  # the residual path plus the path through the block
+    grads["E"] = np.zeros_like(params["E"])
+    np.add.at(grads["E"], cache["tokens"], delta)
+    grads["P"] = np.zeros_like(params["P"])
+    grads["P"][:T] = delta.sum(axis=0)
+    return grads
+
+
+def _backward_call(rng, B, T, vocab, t_max, width, layers, h, tokens=None):
+    params = _model(rng, vocab, t_max, width, layers)
+    if tokens is None:
+        tokens = rng.integers(0, vocab, size=(B, T))
+    _, cache = _forward(params, tokens, h)
+    return call(params, cache, rng.standard_normal((B, T, vocab)) * 0.3, h)
+
+
+def gpt_backward_cases(rng):
+    # Fixed: two blocks, tokens repeated within a sequence, fewer positions than rows of P.
+    yield _backward_call(rng, 2, 4, 5, 6, 8, 2, 2, tokens=np.array([[1, 3, 1, 3], [4, 4, 4, 0]]))
+    # One block, one head, one position.
+    yield _backward_call(rng, 1, 1, 3, 2, 4, 1, 1)
+    # Three blocks: the residual path has to carry the gradient through all of them.
+    yield _backward_call(rng, 2, 3, 4, 3, 6, 3, 3)
+    for _ in range(2):
+        h = int(rng.integers(1, 4))
+        t_max = int(rng.integers(2, 7))
+        yield _backward_call(rng, int(rng.integers(1, 4)), int(rng.integers(1, t_max + 1)), int(rng.integers(2, 8)),
+                             t_max, h * int(rng.integers(1, 4)), int(rng.integers(1, 4)), h)
+
+
+# --- Exercise 3: the induction score ----------------------------------------------------------------
+
+
+def induction_score(attn, period):
+    T = attn.shape[-1]
+    queries = np.arange(period, T)
+    return attn[:, :, queries, queries - period + 1].mean(axis=(0, 2))
+
+
+def _causal_rows(rng, B, h, T):
+    """Random attention weights (B, h, T, T): causal rows that sum to 1."""
+    weights = np.tril(rng.random((B, h, T, T)) ** 3)
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def induction_score_cases(rng):
+    # Fixed: two heads, T = 8, period 3; period 1 (the diagonal); period T - 1 (one query).
+    yield call(_causal_rows(rng, 2, 2, 8), 3)
+    yield call(_causal_rows(rng, 1, 3, 5), 1)
+    yield call(_causal_rows(rng, 3, 1, 6), 5)
+    for _ in range(3):
+        T = int(rng.integers(2, 13))
+        yield call(_causal_rows(rng, int(rng.integers(1, 4)), int(rng.integers(1, 5)), T), int(rng.integers(1, T)))
+
+
+# --- Exercise 4: greedy generation with a KV cache ---------------------------------------------------
+
+
+def generate(params, prompt, n_new, h):
+    """Greedy decoding by recomputation, and the keys and values of every fed position from one full pass."""
+    sequence = [int(t) for t in prompt]
+    for _ in range(n_new):
+        logits, _ = _forward(params, np.array(sequence)[None, :], h)
+        sequence.append(int(logits[0, -1].argmax()))
+    _, cache = _forward(params, np.array(sequence[:-1])[None, :], h)
+    return np.array(sequence[len(prompt):]), [(block["K"][0], block["V"][0]) for block in cache["blocks"]]
+
+
+def _generate_call(rng, prompt_length, n_new, vocab, width, layers, h, t_max=None):
+    t_max = prompt_length + n_new - 1 if t_max is None else t_max
+    params = _model(rng, vocab, t_max, width, layers)
+    return call(params, rng.integers(0, vocab, size=prompt_length), n_new, h)
+
+
+def generate_cases(rng):
+    # Fixed: a prompt of 3, 4 new tokens, 2 blocks of 2 heads, P exactly long enough.
+    yield _generate_call(rng, 3, 4, 6, 8, 2, 2)
+    # One token in, one out: nothing is fed after the prompt.
+    yield _generate_call(rng, 1, 1, 5, 4, 1, 1, t_max=3)
+    # Three blocks, a longer run of new tokens.
+    yield _generate_call(rng, 2, 6, 7, 6, 3, 3)
+    for _ in range(2):
+        h = int(rng.integers(1, 4))
+        yield _generate_call(rng, int(rng.integers(1, 6)), int(rng.integers(1, 7)), int(rng.integers(3, 9)),
+                             h * int(rng.integers(1, 4)), int(rng.integers(1, 4)), h)
+
+
+CHECKS = {
+    "test_cross_entropy": Check("cross_entropy", cross_entropy, cross_entropy_cases, unchanged_args=True,
+                                strict_floats=True),
+    "test_gpt_backward": Check("gpt_backward", gpt_backward, gpt_backward_cases, unchanged_args=True,
+                               compare=Same(rtol=1e-6, atol=1e-9)),
+    "test_induction_score": Check("induction_score", induction_score, induction_score_cases, unchanged_args=True,
+                                  compare=Same(array_like=True)),
+    "test_generate": Check("generate", generate, generate_cases, unchanged_args=True,
+                           compare=Same(rtol=1e-6, atol=1e-9, array_like=True)),
+}
