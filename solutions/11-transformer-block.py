@@ -1172,3 +1172,6 @@ print(f"of each block: attention {4 * n_embd**2 + 4 * n_embd:,} ({100 * (4 * n_e
 #
 # **The budget.** $12C^2 + 13C$ per block; with GPT-2 small's embeddings and final LayerNorm it gives
 # exactly 124,439,808.
+#
+# **Next:** Lesson 12 stacks two blocks into a small GPT, trains it in NumPy on sequences that repeat
+# themselves, and watches two heads in different layers learn to work together as an induction head.
