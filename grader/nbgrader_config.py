@@ -72,7 +72,6 @@ c.GuardedExecute.shortcut_arguments = [
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(?m)^\S.*:\d+: \w*Warning: "
 c.LimitOutput.max_lines = 1000  # lines of output kept per cell (nbgrader's default, made explicit)
-# Feedback: only text and images from the cells (SanitizeHTML escapes the rest), and no page over 8 MiB.
-c.SanitizeHTML.safe_output_keys = ["metadata", "text/plain", "text/latex", "application/json", "image/png",
-                                   "image/jpeg"]
+# Feedback: only text, sanitised HTML and re-encoded images from the cells (grader/pipeline/clean_feedback.py),
+# and no page over 8 MiB.
 c.SafeFeedbackExporter.max_bytes = 8 * 1024**2
