@@ -65,7 +65,7 @@ def feedback_steps() -> list[str]:
     """
     return [
         f"{NBGRADER}.GetGrades",
-        f"{NBGRADER}.ClearHiddenTests",
+        f"{PIPELINE}.clear_hidden_tests.ClearHiddenTests",  # nbgrader's, on test cells only
         f"{PIPELINE}.clean_feedback.CleanFeedbackCells",  # an allowlist (nh3) over all a student controls
         f"{NBCONVERT}.CSSHTMLHeaderPreprocessor",
     ]

@@ -17,6 +17,7 @@ from grader import notebook, pipeline
 from grader.course import nbgrader_config
 from grader.pipeline.check_cell_metadata import CheckCellMetadata
 from grader.pipeline.clean_feedback import CleanFeedbackCells
+from grader.pipeline.clear_hidden_tests import ClearHiddenTests as OnlyTestCells
 from grader.pipeline.guarded_execute import GuardedExecute
 from grader.pipeline.inject_trusted_checks import InjectTrustedChecks
 from grader.pipeline.repair_cells import RepairCells
@@ -34,14 +35,15 @@ def nbgrader_default(converter, trait: str) -> list[type]:
 
 
 OURS = {StripNbvalMarkers, StripPairingMetadata, InjectTrustedChecks, VerifyTrustedChecks}
-STANDS_FOR = {RepairCells: OverwriteCells, GuardedExecute: Execute, CheckCellMetadata: NbgraderCheckCellMetadata}
+STANDS_FOR = {RepairCells: OverwriteCells, GuardedExecute: Execute, CheckCellMetadata: NbgraderCheckCellMetadata,
+              OnlyTestCells: ClearHiddenTests}
 
 
 @pytest.mark.parametrize(("steps", "converter", "trait", "added"), [
     (pipeline.release_steps, GenerateAssignment, "preprocessors", []),
     (pipeline.sanitize_steps, Autograde, "sanitize_preprocessors", []),
     (pipeline.autograde_steps, Autograde, "autograde_preprocessors", []),
-    (pipeline.feedback_steps, GenerateFeedback, "preprocessors", [ClearHiddenTests, CleanFeedbackCells]),
+    (pipeline.feedback_steps, GenerateFeedback, "preprocessors", [OnlyTestCells, CleanFeedbackCells]),
 ], ids=["release", "sanitize", "autograde", "feedback"])
 def test_each_pipeline_is_nbgraders_with_the_course_steps(steps, converter, trait, added):
     """Catches an nbgrader upgrade that changes its pipelines: every nbgrader step is still there, in order."""
@@ -216,3 +218,14 @@ def test_rendered_cells_stay_within_their_budget_and_an_oversized_one_is_still_r
         assert kept.get((name,), lambda name=name: name * 40) == name * 40
     assert [key[0] for key in kept._items] == ["b", "c"] and kept._used == 82  # the oldest went first
     assert _Rendered(budget=10).get(("big",), lambda: "x" * 50) == "x" * 50
+
+
+@pytest.mark.parametrize("student", ["### BEGIN HIDDEN TESTS\nx = 1", "# ### BEGIN HIDDEN TESTS\n# ### END HIDDEN TESTS"])
+def test_a_students_hidden_test_marker_hides_nothing_and_costs_them_no_feedback(student):
+    """Issue 27 item 7: nbgrader's step raised on the student's cell, and the student got no feedback page."""
+    test = locked("test_f", "assert f() == 1\n### BEGIN HIDDEN TESTS\nassert f(2) == 2\n### END HIDDEN TESTS")
+    nb = new_notebook(cells=[answer("f"), new_code_cell(student), test])
+    with pytest.raises(RuntimeError):
+        ClearHiddenTests().preprocess(nbformat.from_dict(nb), {})
+    cleared, _ = OnlyTestCells().preprocess(nb, {})
+    assert cleared.cells[1].source == student and cleared.cells[2].source == "assert f() == 1"
