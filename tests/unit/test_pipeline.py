@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import re
-
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -161,8 +158,14 @@ def test_a_feedback_page_is_nbconverts_own_page_made_cheaper():
     from jinja2 import pass_context
     from nbconvert.exporters import HTMLExporter
 
-    from grader.pipeline.safe_feedback_page import (PLAIN_TOKENS, TEMPLATE, TEMPLATES, SafeFeedbackExporter, exercises,
-                                                    harden)
+    from grader.pipeline.safe_feedback_page import (
+        PLAIN_TOKENS,
+        TEMPLATE,
+        TEMPLATES,
+        SafeFeedbackExporter,
+        exercises,
+        harden,
+    )
 
     class Stock(HTMLExporter):  # nbconvert's own exporter, with the course's template and markdown
         @pass_context
@@ -220,7 +223,8 @@ def test_rendered_cells_stay_within_their_budget_and_an_oversized_one_is_still_r
     assert _Rendered(budget=10).get(("big",), lambda: "x" * 50) == "x" * 50
 
 
-@pytest.mark.parametrize("student", ["### BEGIN HIDDEN TESTS\nx = 1", "# ### BEGIN HIDDEN TESTS\n# ### END HIDDEN TESTS"])
+@pytest.mark.parametrize("student", ["### BEGIN HIDDEN TESTS\nx = 1",
+                                     "# ### BEGIN HIDDEN TESTS\n# ### END HIDDEN TESTS"])
 def test_a_students_hidden_test_marker_hides_nothing_and_costs_them_no_feedback(student):
     """Issue 27 item 7: nbgrader's step raised on the student's cell, and the student got no feedback page."""
     test = locked("test_f", "assert f() == 1\n### BEGIN HIDDEN TESTS\nassert f(2) == 2\n### END HIDDEN TESTS")
