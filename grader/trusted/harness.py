@@ -43,6 +43,7 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
     type_name, type_mro = type_.__dict__["__name__"].__get__, type_.__dict__["__mro__"].__get__
     exec_, function_type, globals_of = b.exec, types.FunctionType, types.FunctionType.__globals__.__get__
     dict_get, dict_set, dict_pop, absent = dict_.get, dict_.__setitem__, dict_.pop, object()
+    getattr_, id_, all_, zip_ = b.getattr, b.id, b.all, b.zip
     float64, complex128 = numpy.float64, numpy.complex128
     # For Check.strict_floats (see `strictly`), with NumPy's public names only: its settings API, the
     # file that implements it, NumPy's own folder, and the calls that would change the settings
@@ -261,10 +262,10 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                 if frame.f_code in settings_code and not from_numpy(frame.f_back):
                     touched.append("changed NumPy's floating-point error settings")
             elif event == "c_call":
-                owner = getattr(arg, "__self__", None)
+                owner = getattr_(arg, "__self__", None)
                 if owner is touched or owner is tampered:
                     (tampered if owner is touched else touched).append("tampered with the grader's watch")
-                elif id(arg) in hooks or id(arg) in thread_starts:
+                elif id_(arg) in hooks or id_(arg) in thread_starts:
                     touched.append("started a thread or process, or removed the grader's watch")
                 elif type_(owner) is context_var and "numpy" in str_(owner.name) and not from_numpy(frame):
                     touched.append("changed NumPy's floating-point error settings")
@@ -280,7 +281,8 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
             finally:
                 watched = get_profile() is watch
                 set_profile(previous)
-            intact = watched and all(cell.cell_contents is kept for cell, kept in zip(watch.__closure__, cells))
+            intact = watched and all_(cell.cell_contents is kept
+                                      for cell, kept in zip_(watch.__closure__, cells, strict=True))
             if touched or tampered or not intact or geterr() != before or geterrcall() is not callback:
                 reason = (touched + tampered + ["changed NumPy's floating-point error settings"])[0]
                 raise b.FloatingPointError("the function " + reason + ", which this exercise does not allow")
@@ -301,9 +303,11 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
             args = [decode(arg) for arg in case["args"]]  # fresh copies for every call
             kwargs = {key: decode(value) for key, value in case["kwargs"]}
             previous = swap(namespace, replacements) if namespace is not None else None
+            originals = tuple_(args)  # what "inputs unchanged" is judged on: a tuple the function cannot rebind
             try:
                 if tensors:
                     args, kwargs = as_tensors(args), as_tensors(kwargs)
+                    originals = tuple_(args)
                 if strict_floats:  # a floating-point warning fails the call instead of reaching stderr
                     returned = strictly(function, args, kwargs)
                 else:
@@ -316,7 +320,7 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                     swap(namespace, previous)
             outcome = {"result": result}
             if spec["keep_args"]:
-                outcome["args"] = [encode(arg, tensors=tensors) for arg in args]
+                outcome["args"] = [encode(arg, tensors=tensors) for arg in originals]
             if made:  # where each generator was left: how much the function drew from it
                 outcome["rngs"] = [rng_state(generator) for generator, _ in made]
             outcomes.append(outcome)

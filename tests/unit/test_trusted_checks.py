@@ -438,3 +438,24 @@ def test_a_function_cannot_switch_the_floating_point_rule_off():
     # NumPy's own functions that use errstate inside (np.ma, isclose) are not the function changing the settings.
     assert np.array_equal(strict_results(lambda x: np.ma.log(x).filled(0.0), np.ones(3)), np.zeros(3))
     assert np.array_equal(strict_results(lambda x: np.isclose(x, x), np.ones(2)), np.ones(2, dtype=bool))
+
+
+def test_a_modified_input_is_seen_even_when_the_function_swaps_the_callers_list_back():
+    """Issue 27 item 9: zero the input in place, then put an untouched copy into the harness's argument list."""
+    import sys
+
+    def zero_and_hide(x):
+        kept = x.copy()
+        x[:] = 0
+        frame = sys._getframe(1)
+        while frame is not None:
+            for value in list(frame.f_locals.values()):
+                if isinstance(value, list) and any(item is x for item in value):
+                    value[:] = [kept if item is x else item for item in value]
+            frame = frame.f_back
+        return kept.sum()
+
+    bundle = harness_results(zero_and_hide, (np.arange(1.0, 4.0),), keep_args=True)
+    (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[1])
+    assert outcome.result == 6.0
+    assert np.array_equal(outcome.args[0], np.zeros(3)), "the argument the function was given, as it left it"
