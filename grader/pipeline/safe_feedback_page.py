@@ -141,6 +141,11 @@ def prime(exporter: SafeFeedbackExporter, nb) -> None:
     compiled templates and the release's own cells, every submission's page then reuses.
     """
     nb = copy.deepcopy(nb)  # its answer and test cells stay marked: those are the ones highlighted
+    for cell in nb.cells:
+        info = cell.metadata.get("nbgrader")
+        if isinstance(info, dict) and info.get("grade"):
+            info.setdefault("score", 0)  # as nbgrader's GetGrades puts it; the caches do not depend on it
+            info.setdefault("points", 0)
     nb, _ = CleanFeedbackCells(parent=exporter).preprocess(nb, {})  # the cells as the feedback steps leave them
     exporter.from_notebook_node(nb, {"nbgrader": {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0}})
 

@@ -233,3 +233,11 @@ def test_a_students_hidden_test_marker_hides_nothing_and_costs_them_no_feedback(
         ClearHiddenTests().preprocess(nbformat.from_dict(nb), {})
     cleared, _ = OnlyTestCells().preprocess(nb, {})
     assert cleared.cells[1].source == student and cleared.cells[2].source == "assert f() == 1"
+
+
+def test_a_lessons_release_primes_the_page_caches():
+    """The release as the supervisor primes it: graded test cells with no score yet."""
+    from grader.course import student_notebook
+    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, prime
+
+    prime(SafeFeedbackExporter(), nbformat.read(student_notebook("03-parallel-heads"), as_version=4))
