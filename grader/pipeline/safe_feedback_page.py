@@ -41,9 +41,9 @@ NO_ALT = re.compile(r"<img\b(?![^>]*\salt\s*=)", re.IGNORECASE)
 ALT = 'alt="No description has been provided for this image"'
 DIV = re.compile(r"<div\b[^>]*>")
 FOCUSABLE = re.compile(r'\sclass="(?:[^"]*\s)?(?:jp-Cell-inputWrapper|jp-OutputArea-output)(?:\s[^"]*)?"')
-# Pygments' spans for names, punctuation, operators and whitespace, which its default style draws in the
-# text's own colour (or nearly): most of a page's bytes, and dropped.
-PLAIN_TOKENS = re.compile(r'<span class="(?:n|p|o|w)">([^<]*)</span>')
+# Pygments' spans for names, punctuation, operators, whitespace and numbers: most of a page's bytes, and
+# dropped; the page's own stylesheet colours keywords, strings and comments only.
+PLAIN_TOKENS = re.compile(r'<span class="(?:n|p|o|w|mi|mf)">([^<]*)</span>')
 CACHED_SOURCE = 64 * 1024  # characters: a longer cell is rendered every time, not kept
 
 
