@@ -21,6 +21,7 @@ import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -131,15 +132,16 @@ def test_no_control_byte_from_a_submission_reaches_the_terminal_or_the_log(hosti
 
 def test_every_honest_student_has_their_exact_score_and_no_attack_gained_anything(hostile):
     release = hostile.course.release(LESSON)
-    wrong = {}
+    wrong, flagless = {}, {}
     for name in graded(hostile):
         spec, row = hostile.cases[name], hostile.rows[name]
         got = {grade_id: float(row[grade_id]) for grade_id in points_of(release)}
         if got != batch_scores(LESSON, release, spec):
             wrong[name] = (got, row["flags"])
         missing = [flag for flag in spec.get("flags", []) if flag not in row["flags"]]
-        assert not missing, f"{name}: expected flags {missing} in {row['flags']!r}"
-    assert not wrong, wrong
+        if missing:  # every submission's verdict is reported, not only the first wrong one
+            flagless[name] = f"expected flags {missing} in {row['flags']!r}"
+    assert not wrong and not flagless, (wrong, flagless)
 
 
 def test_no_secret_reached_any_output_or_feedback(hostile):
@@ -196,8 +198,22 @@ def test_feedback_carries_no_active_content(hostile):
             assert active not in page, f"{name}'s feedback holds {active!r}"
         handlers = re.findall(r"<[a-z][^>]*\son[a-z]+\s*=", page)  # in a tag, not the escaped text of the source
         assert not handlers, f"{name}'s feedback holds event handlers: {handlers[:3]}"
-        assert not re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", page), f"{name}'s feedback links to a script"
+        links = [value for _, attrs in _tags(page) for key, value in attrs if key in ("href", "src", "action")]
+        assert not [link for link in links if (link or "").strip().startswith(("javascript:", "vbscript:", "data:text")
+                                                                            )], f"{name}'s feedback links to a script"
         assert "content-security-policy" in page, f"{name}'s feedback has no Content-Security-Policy"
+
+
+def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Every start tag of `page` with its attributes, as a browser's parser reads them (text is not a tag)."""
+    found = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, attrs))
+
+    Tags().feed(page)
+    return found
 
 
 def _seeded_course(root: Path) -> Course:
