@@ -68,13 +68,13 @@ c.GuardedExecute.shortcut_arguments = [
     "--InlineBackend.rc={'figure.dpi': 72, 'figure.subplot.hspace': 0.6, 'figure.subplot.wspace': 0.5}",
     "--InlineBackend.print_figure_kwargs={'bbox_inches': None}"]
 # A Python warning on stderr (a RuntimeWarning from the student's code, IPython's note after
-# sys.exit()) does not make a test cell that passed its assertions score 0.
+# sys.exit()) or a warning logged with `logging` in its default format (`WARNING:root:...`) does not
+# make a test cell that passed its assertions score 0.
 c.IgnorePattern.enabled = True
-c.IgnorePattern.pattern = r"(?m)^\S.*:\d+: \w*Warning: "
+c.IgnorePattern.pattern = r"(?m)^(?:\S.*:\d+: \w*Warning: |(?:WARNING|INFO|DEBUG):[^\s:]*:)"
 c.LimitOutput.max_lines = 1000  # lines of output kept per cell (nbgrader's default, made explicit)
-# Feedback: only text and images from the cells (SanitizeHTML escapes the rest), and no page over 8 MiB.
-c.SanitizeHTML.safe_output_keys = ["metadata", "text/plain", "text/latex", "application/json", "image/png",
-                                   "image/jpeg"]
+# Feedback: only text, sanitised HTML and re-encoded images from the cells (grader/pipeline/clean_feedback.py),
+# and no page over 8 MiB.
 c.SafeFeedbackExporter.max_bytes = 8 * 1024**2
 # ---- the late policy (grader/grading/late.py): deadlines per lesson, extensions per student, and the
 # penalty nbgrader's AssignLatePenalties step takes through the course's plugin. No deadline: never late.

@@ -10,6 +10,7 @@ here, never from each other.
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -285,6 +286,11 @@ def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookN
         for key, cell in (("solution_type", solution), ("test_type", tests[0])):
             if key in edits:
                 nb.cells[nb.cells.index(cell)] = retyped(cell, edits[key])
+        for kind in edits.get("paste", []):  # JupyterLab's copy and paste: the cell again, metadata and all
+            cell = {"solution": solution, "test": tests[0]}[kind]
+            copied = copy.deepcopy(cell)
+            copied.id = f"pasted-{kind}-{which}"
+            nb.cells.insert(nb.cells.index(cell) + 1, copied)
     deleted = {id(cell) for cell in deleted}
     nb.cells = [cell for cell in nb.cells if id(cell) not in deleted
                 and not (spec.get("delete_markdown") and cell.cell_type == "markdown")]
@@ -292,9 +298,11 @@ def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookN
         for cell in nb.cells:
             cell.metadata.pop("nbgrader", None)
     for extra in spec.get("extra_cells", []):  # cells the student added: {"source", "metadata", "type"}
-        make = nbformat.v4.new_markdown_cell if extra.get("type") == "markdown" else nbformat.v4.new_code_cell
+        make = {"markdown": nbformat.v4.new_markdown_cell, "raw": new_raw_cell}.get(extra.get("type"),
+                                                                                 nbformat.v4.new_code_cell)
         cell = make(extra.get("source", ""), metadata=extra.get("metadata", {}))
         nb.cells.insert(extra.get("at", len(nb.cells)), cell)
+    nb.cells += [nbformat.v4.new_markdown_cell(f"note {n}") for n in range(spec.get("pad_cells", 0))]
     return nb
 
 
@@ -312,8 +320,39 @@ def batch_scores(lesson: str, release: Path, spec: dict) -> dict[str, float]:
         return expected_scores(release, mistake(lesson))
     if lost in ("first", "last"):
         lost = {notebook.grade_id(cell) for cell in exercise(nbformat.read(release, as_version=4), lost)[1]}
+    elif isinstance(lost, list):  # test cells by grade_id
+        lost = set(lost)
     else:
         lost = set(points) if lost == "all" else set()
     return {grade_id: 0.0 if grade_id in lost else p for grade_id, p in points.items()}
 
 
+
+
+def hostile_cases(values: dict[str, str], files: str = "*.toml") -> dict[str, dict]:
+    """The hostile suite's submissions: every TOML of tests/fixtures/hostile/ (or those matching `files`),
+    `{key}` filled from `values`.
+
+    A file's text is filled before it is parsed; `{surrogate}` becomes a lone surrogate after parsing
+    (TOML cannot hold one). A submission's name may appear in one file only.
+    """
+    cases: dict[str, dict] = {}
+    for path in sorted((FIXTURES / "hostile").glob(files)):
+        text = path.read_text()
+        for key, value in values.items():
+            text = text.replace("{" + key + "}", value)
+        found = tomllib.loads(text)
+        twice = set(found) & set(cases)
+        assert not twice, f"{path.name}: {sorted(twice)} already named in another file"
+        cases |= _with_surrogates(found)
+    return cases
+
+
+def _with_surrogates(value):
+    if isinstance(value, str):
+        return value.replace("{surrogate}", "\ud800")
+    if isinstance(value, dict):
+        return {_with_surrogates(key): _with_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_surrogates(item) for item in value]
+    return value

@@ -17,12 +17,12 @@ from matplotlib.ticker import MaxNLocator
 from grader.grading.collect import Skipped
 from grader.grading.triage import needs_review
 from grader.grading.worker import Result
-from grader.safe_text import for_csv
+from grader.safe_text import for_csv, for_terminal
 
 
 def points_text(result: Result, points: dict[str, float]) -> str:
     if result.status != "graded":
-        return f"failed: {result.reason}"
+        return f"failed: {for_terminal(result.reason)}"
     total = "?" if result.total is None else f"{result.total:g}"
     return f"{total}/{sum(points.values()):g}" + (" (up to date)" if result.cached else "")
 
@@ -43,7 +43,7 @@ class Progress:
         if self.tty:
             self._draw()
         else:
-            print(f"[{self.done}/{self.total}] {result.student}: {points_text(result, self.points)} "
+            print(f"[{self.done}/{self.total}] {for_terminal(result.student)}: {points_text(result, self.points)} "
                   f"({result.seconds:.1f} s)", file=self.stream, flush=True)
 
     def close(self) -> None:
@@ -69,16 +69,17 @@ def write_csv(path: Path, results: Sequence[Result], points: dict[str, float],
     """One row per student: points per test cell, total, status, flags (or why grading failed), and
     with `late` (student -> how late, "" when on time) a last column `late`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as handle:
+    with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", *points, "total", "status", "flags", *(["late"] if late is not None else [])])
+        header = ["student", *points, "total", "status", "flags", *(["late"] if late is not None else [])]
+        writer.writerow([for_csv(name) for name in header])
         for result in sorted(results, key=lambda o: o.student):
             scores = [_number(result.scores.get(name)) for name in points]
             flags = [str(flag) for flag in result.flags]
             notes = flags if result.status == "graded" else [result.reason, *flags]
             lateness = [for_csv(late.get(result.student, ""))] if late is not None else []
-            writer.writerow([result.student, *scores, _number(result.total), result.status, "; ".join(notes),
-                             *lateness])
+            writer.writerow([for_csv(result.student), *scores, _number(result.total), for_csv(result.status),
+                             for_csv("; ".join(notes)), *lateness])
     return path
 
 
@@ -130,7 +131,7 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
 
     def section(title: str, items: Sequence[Result], explain) -> None:
         lines.append(f"  {title:<22}{len(items):4d}")
-        lines.extend(f"    {o.student}: {explain(o)}" for o in items)
+        lines.extend(f"    {for_terminal(o.student)}: {for_terminal(explain(o))}" for o in items)
 
     section("failed to grade", failed, lambda o: o.reason)
     section("needing manual review", review,
@@ -139,9 +140,9 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
     section("hit the memory limit", memory,
             lambda o: "; ".join(f.describe() for f in o.flags if f.name == "memory-limit"))
     lines.append(f"  {'not collected (files)':<22}{len(skipped):4d}")
-    lines.extend(f"    {s.file}: {s.reason}" for s in skipped)
+    lines.extend(f"    {for_terminal(s.file)}: {for_terminal(s.reason)}" for s in skipped)
     if collect_notes:
         lines.append(f"  {'collect notes':<22}{len(collect_notes):4d}")
-        lines.extend(f"    {s.file}: {s.reason}" for s in collect_notes)
+        lines.extend(f"    {for_terminal(s.file)}: {for_terminal(s.reason)}" for s in collect_notes)
     lines.extend(f"  {name + ':':<10}{path}" for name, path in files.items())
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from nbformat import NotebookNode
 
 from grader import notebook
 from grader.pipeline.guarded_execute import KERNEL_DIED, LIMIT_EXCEEDED, OUTPUT_CAPPED, SUBMISSION_TIMEOUT, UNSAFE
-from grader.pipeline.repair_cells import STRIPPED
+from grader.pipeline.repair_cells import STRIPPED, another_lesson, too_large
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ FLAGS = {
     "solution-cell-missing": Kind("no cell is marked as the answer cell {} (deleted or re-created)", review=True),
     "cell-type-changed": Kind("the type of cell {} was changed; changed back"),
     "metadata-edited": Kind("the nbgrader metadata of cell {} was edited; put back from the gradebook", review=True),
+    "points-edited": Kind("the points of test cell {} were edited; put back from the gradebook", review=True),
+    "cell-pasted": Kind("cell {} appears more than once (pasted); each copy ran as an ordinary cell"),
     "unknown-cell": Kind("cell {} has nbgrader metadata the lesson does not know; graded as an ordinary cell",
                          review=True),
     "kernel-died": Kind("the kernel died in {}; later cells were not run", review=True),
@@ -115,9 +117,9 @@ def inspect_submission(nb: NotebookNode, release: NotebookNode,
     for the wrong lesson.
     """
     cells, expected = notebook.cells_by_id(nb), notebook.cells_by_id(release)
-    if cells and not set(cells) & set(expected):
-        which = sorted(lesson for lesson, ids in others.items() if set(cells) & ids)
-        return [], "the notebook of another lesson" + (f" ({', '.join(which)})" if which else "")
+    refused = too_large(nb, release) or another_lesson(nb, release, others)
+    if refused:
+        return [], refused
     if not cells:
         if notebook.lines_up(nb, release):
             return [Flag("metadata-restored")], None
@@ -136,6 +138,10 @@ def inspect_submission(nb: NotebookNode, release: NotebookNode,
         if (notebook.kind(cell), notebook.is_graded(cell), notebook.is_locked(cell)) != (
                 notebook.kind(ref), notebook.is_graded(ref), notebook.is_locked(ref)):
             flags.append(Flag("metadata-edited", grade_id))
+        elif notebook.is_graded(ref) and notebook.meta(cell).get("points") != notebook.meta(ref).get("points"):
+            flags.append(Flag("points-edited", grade_id))
+    ids = [notebook.grade_id(cell) for cell in nb.cells if notebook.grade_id(cell)]
+    flags += [Flag("cell-pasted", grade_id) for grade_id in dict.fromkeys(ids) if ids.count(grade_id) > 1]
     flags += [Flag("unknown-cell", cell_id) for cell_id in cells if cell_id not in expected]
     flags += [Flag("unknown-cell", f"cell {index}") for index, cell in enumerate(nb.cells, start=1)
               if notebook.meta(cell) and not notebook.grade_id(cell)]

@@ -65,12 +65,12 @@ def feedback_steps() -> list[str]:
     """
     return [
         f"{NBGRADER}.GetGrades",
-        f"{NBGRADER}.ClearHiddenTests",
-        f"{NBCONVERT}.sanitize.SanitizeHTML",  # no script, iframe, event handler or javascript: URL from any cell
+        f"{PIPELINE}.clear_hidden_tests.ClearHiddenTests",  # nbgrader's, on test cells only
+        f"{PIPELINE}.clean_feedback.CleanFeedbackCells",  # an allowlist (nh3) over all a student controls
         f"{NBCONVERT}.CSSHTMLHeaderPreprocessor",
     ]
 
 
 def feedback_exporter() -> str:
-    """The exporter of `generate_feedback`: nbgrader's HTML page, with no script and a strict CSP."""
+    """The exporter of `generate_feedback`: the course's feedback page, with no script and a strict CSP."""
     return f"{PIPELINE}.safe_feedback_page.SafeFeedbackExporter"

@@ -15,6 +15,14 @@ deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 f
   the gradebook before anything else is compared;
 - stripped metadata with cells that do not line up with the release: refused with that reason,
   as `python -m grader autograde` refuses it (grader.grading.triage), so both paths agree;
+- a cell pasted in JupyterLab (an exact copy of an answer or test cell, nbgrader metadata and all):
+  nbgrader's DeduplicateIds empties the copy's metadata, and OverwriteCells then raises a KeyError;
+  here the copy runs as an ordinary cell and costs nothing;
+- the notebook of another lesson (no grade_id in common with the release): refused with that reason,
+  as `python -m grader autograde` refuses it, so a plain `nbgrader autograde` does not grade it
+  against this lesson's tests either;
+- a notebook far larger than its release (`too_large`: more than `size_factor` times its cells or
+  its source characters, plus a margin): refused before any kernel starts, with the reason;
 - a test cell was deleted together with the exercise cell before it: nbgrader re-inserts a
   missing test cell right after the cell that precedes it in the source notebook, and raises a
   KeyError when that one is missing too. Here it goes after the closest earlier exercise cell
@@ -25,23 +33,87 @@ deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 f
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import OverwriteCells
+from traitlets import Float, Integer
 
 from grader import notebook
+from grader.safe_text import for_terminal
 
 STRIPPED = "no nbgrader metadata left (re-saved by another editor?) and cells that do not match the release"
+ANOTHER_LESSON = "the notebook of another lesson"
+SIZE_FACTOR, EXTRA_CELLS, EXTRA_CHARACTERS = 4.0, 200, 1024**2
+
+
+def source_size(nb) -> int:
+    """Characters of the notebook's cell sources and attachments (what grading renders, outputs aside)."""
+    size = 0
+    for cell in nb.cells:
+        source = cell.get("source", "")
+        size += len(source) if isinstance(source, str) else sum(len(str(line)) for line in source)
+        attachments = cell.get("attachments")
+        if isinstance(attachments, dict):
+            size += sum(len(str(data)) for bundle in attachments.values() if isinstance(bundle, dict)
+                        for data in bundle.values())
+    return size
+
+
+def too_large(nb, release, *, factor: float = SIZE_FACTOR, extra_cells: int = EXTRA_CELLS,
+              extra_characters: int = EXTRA_CHARACTERS) -> str | None:
+    """Why `nb` is far larger than its `release` in cells or source characters, or None when it is not."""
+    cells, limit = len(nb.cells), int(factor * len(release.cells)) + extra_cells
+    if cells > limit:
+        return (f"far larger than its release: {cells} cells, where the release has {len(release.cells)} "
+                f"(at most {limit} are graded)")
+    size, limit = source_size(nb), int(factor * source_size(release)) + extra_characters
+    if size > limit:
+        return (f"far larger than its release: {size} characters of cells, where the release has "
+                f"{source_size(release)} (at most {limit} are graded)")
+    return None
+
+
+def another_lesson(nb, release, others: dict[str, set[str]] | Callable[[], dict[str, set[str]]]) -> str | None:
+    """The reason `nb` is another lesson's notebook (its grade_ids none of the release's), or None.
+
+    `others` maps the course's other lessons to their grade_ids (or makes that map, only when it is
+    needed), to name the lesson it belongs to.
+    """
+    cells = notebook.cells_by_id(nb)
+    if not cells or set(cells) & set(notebook.cells_by_id(release)):
+        return None
+    others = others() if callable(others) else others
+    which = sorted(lesson for lesson, ids in others.items() if set(cells) & ids)
+    return ANOTHER_LESSON + (f" ({', '.join(which)})" if which else "")
 
 
 class RepairCells(OverwriteCells):
-    """nbgrader's OverwriteCells, also repairing stripped metadata and runs of deleted cells."""
+    """nbgrader's OverwriteCells, also repairing stripped metadata, pasted cells and runs of deleted cells."""
+
+    size_factor = Float(SIZE_FACTOR, help="A submission with more than this many times its release's cells or "
+                                          "source characters (plus the margins below) is refused.").tag(config=True)
+    extra_cells = Integer(EXTRA_CELLS, help="Cells a submission may add beyond size_factor times the release's."
+                          ).tag(config=True)
+    extra_characters = Integer(EXTRA_CHARACTERS, help="Characters of source a submission may add beyond "
+                                                      "size_factor times the release's.").tag(config=True)
 
     def preprocess(self, nb, resources):
         self._release = self._read_release(resources["nbgrader"]["assignment"], resources["nbgrader"]["notebook"])
         self._roles = None
+        if self._release is not None:
+            refused = too_large(nb, self._release, factor=self.size_factor, extra_cells=self.extra_cells,
+                                extra_characters=self.extra_characters) or another_lesson(
+                nb, self._release, lambda: self._other_lessons(resources["nbgrader"]["assignment"]))
+            if refused:
+                raise ValueError(refused)
+        for index, cell in enumerate(nb.cells, start=1):
+            if "nbgrader" in cell.get("metadata", {}) and not cell.metadata.nbgrader:
+                # A pasted copy whose metadata nbgrader's DeduplicateIds emptied: an ordinary cell now.
+                self.log.warning("Cell %d is a pasted copy of another cell: graded as an ordinary cell", index)
+                del cell.metadata["nbgrader"]
         if self._release is not None and not notebook.cells_by_id(nb):
             if not notebook.lines_up(nb, self._release):
                 raise ValueError(STRIPPED)
@@ -57,7 +129,8 @@ class RepairCells(OverwriteCells):
             roles = self._gradebook_roles()
             grade_id = notebook.grade_id(cell)
             if grade_id not in roles:
-                self.log.warning("Cell %s is not in the gradebook: graded as an ordinary cell", grade_id)
+                self.log.warning("Cell %s is not in the gradebook: graded as an ordinary cell",
+                                 for_terminal(grade_id))
                 notebook.set_meta(cell, None)
                 return cell, resources
             for role, value in roles[grade_id].items():
@@ -103,6 +176,13 @@ class RepairCells(OverwriteCells):
             nb.cells.insert(notebook.insertion_index(nb.cells, order, grade_cell.name), cell)
             present.add(grade_cell.name)
         return nb, resources
+
+    def _other_lessons(self, assignment: str) -> dict[str, set[str]]:
+        """The grade_ids of every other released lesson of the course, by lesson."""
+        coursedir = CourseDirectory(config=self.config)
+        root = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)).parent
+        return {path.stem: set(notebook.cells_by_id(nbformat.read(path, as_version=4)))
+                for path in sorted(root.glob("*/*.ipynb")) if path.parent.name != assignment}
 
     def _read_release(self, assignment: str, name: str):
         coursedir = CourseDirectory(config=self.config)

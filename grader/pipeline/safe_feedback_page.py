@@ -1,11 +1,13 @@
-"""Feedback step, last: the HTML page itself, safe to open for students and instructors.
+"""Feedback step, last: the HTML page itself, safe to open for students and instructors, and offline.
 
-`SafeFeedbackExporter` is nbgrader's feedback exporter (nbconvert's HTMLExporter with nbgrader's
-`feedback` template) whose page carries no script at all and a strict Content-Security-Policy:
-nothing on it runs, loads from elsewhere, or submits anything. Cell contents were already cleaned
-by nbconvert's `SanitizeHTML` step (grader.pipeline.feedback_steps). Equations therefore show as
-their TeX source: the page loads no MathJax, deliberately, so that it needs no remote script.
-A page over `max_bytes` is replaced by a short one that says so and lists the scores.
+`SafeFeedbackExporter` is nbconvert's HTMLExporter with the course's feedback template
+(grader/pipeline/feedback_template: nbgrader's feedback page with a small stylesheet of its own, no
+script, wrapped messages, and the links at the top named by exercise). Everything a student
+controls was reduced and sanitised by `grader.pipeline.clean_feedback` (an allowlist, nh3) before
+the page is built, and each markdown cell is sanitised the same way as it is rendered here, its
+equations turned into MathML. The page carries a strict Content-Security-Policy as a second wall:
+no script, no request, no form, even if some markup got through. A page over `max_bytes` is
+replaced by a short one that says so and lists the scores.
 
 A grading process writes many pages from the same lesson, so it does the same work once: the
 templates are compiled once per process (a shared Jinja bytecode cache), and a code or markdown
@@ -19,38 +21,65 @@ from __future__ import annotations
 import copy
 import html
 import re
+from pathlib import Path
 
 from jinja2 import BytecodeCache, pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
-from nbconvert.preprocessors.sanitize import SanitizeHTML
-from traitlets import Integer
+from traitlets import Integer, default, validate
+
+from grader.pipeline.clean_feedback import CleanFeedbackCells, clean_html, math
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
        "form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
-SCRIPT = re.compile(r"<script\b[^>]*>.*?</script\s*>", re.IGNORECASE | re.DOTALL)
-# After SanitizeHTML, markdown links can still render as href="javascript:...", and no attribute of
-# the page may run code: both are rewritten here, behind the CSP that would block them anyway.
-# Found from the "=" (a literal the regex engine skips to), not from the attribute's name: started at
-# every letter of a page's base64 images, the search took most of the page's hardening time.
-SCRIPT_URL = re.compile(r"""=(\s*["']?)\s*(?:javascript|vbscript|data:text/html)""", re.IGNORECASE)
-URL_ATTRIBUTES = ("href", "src", "action", "formaction", "xlink:href")
-HANDLER = re.compile(r"""(<[^>]*?)\son[a-z]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+)""", re.IGNORECASE)
-MAYBE_HANDLER = re.compile(r"\son[a-z]+\s*=", re.IGNORECASE)  # in every match of HANDLER: a cheaper first look
-ACTIVE_TAGS = re.compile(r"</?(?:iframe|object|embed|frame|frameset|base|form)\b[^>]*>", re.IGNORECASE)
+TEMPLATE = "course_feedback"
+TEMPLATES = str(Path(__file__).resolve().parent / "feedback_template")
 # What nbconvert's HTMLExporter adds after rendering, as its BeautifulSoup pass does.
 NO_ALT = re.compile(r"<img\b(?![^>]*\salt\s*=)", re.IGNORECASE)
 ALT = 'alt="No description has been provided for this image"'
 DIV = re.compile(r"<div\b[^>]*>")
 FOCUSABLE = re.compile(r'\sclass="(?:[^"]*\s)?(?:jp-Cell-inputWrapper|jp-OutputArea-output)(?:\s[^"]*)?"')
+# Pygments' spans for names, punctuation, operators, whitespace and numbers: most of a page's bytes, and
+# dropped; the page's own stylesheet colours keywords, strings and comments only.
+PLAIN_TOKENS = re.compile(r'<span class="(?:n|p|o|w|mi|mf)">([^<]*)</span>')
 CACHED_SOURCE = 64 * 1024  # characters: a longer cell is rendered every time, not kept
 
 
+class _MathRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, writing equations as MathML instead of TeX for a script to draw."""
+
+    def block_math(self, body: str) -> str:
+        return math(body, display=True)
+
+    def inline_math(self, body: str) -> str:
+        return math(body, display=False)
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return math(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True)
+
+
 class SafeFeedbackExporter(HTMLExporter):
-    """HTMLExporter whose page has no script, a strict CSP `<meta>`, and a size cap."""
+    """HTMLExporter with the course's feedback template, cleaned markdown, a strict CSP `<meta>`, a size cap."""
 
     max_bytes = Integer(8 * 1024**2, help="Largest feedback page written, in bytes.").tag(config=True)
+
+    @default("template_name")
+    def _template_name_default(self):
+        return TEMPLATE
+
+    @default("extra_template_basedirs")
+    def _default_extra_template_basedirs(self):
+        return [TEMPLATES, *super()._default_extra_template_basedirs()]
+
+    @validate("template_name")
+    def _template_name_validate(self, proposal):
+        return TEMPLATE  # whatever nbgrader configures (its own "feedback"): the page's safety depends on it
+
+    @validate("extra_template_basedirs")
+    def _extra_template_basedirs_validate(self, proposal):
+        return [TEMPLATES, *(path for path in proposal["value"] if path != TEMPLATES)]
 
     def from_notebook_node(self, nb, resources=None, **kw):
         # HTMLExporter.from_notebook_node without its BeautifulSoup pass: the same filters, then `accessible`.
@@ -58,6 +87,8 @@ class SafeFeedbackExporter(HTMLExporter):
         lexer = info.get("pygments_lexer", info.get("name", None))
         self.register_filter("highlight_code", self.filters.get("highlight_code", _highlighter(lexer, self)))
         resources = self._init_resources(resources)
+        resources["nbgrader_exercises"] = exercises(nb)
+        resources.setdefault("nbgrader", {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0})
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
                                                                        parent=self, resources=resources))
         output, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
@@ -73,11 +104,34 @@ class SafeFeedbackExporter(HTMLExporter):
     def markdown2html(self, context, source):
         cell = context.get("cell", {})
         if cell.get("attachments") or len(source) > CACHED_SOURCE:
-            return super().markdown2html(context, source)
+            return self._markdown(context, source)
         # The notebook's folder matters only to embedded images; it differs for every student.
         path = context.get("resources", {}).get("metadata", {}).get("path", "") if self.embed_images else ""
         return _markdown.get((source, path, self.embed_images, self.anchor_link_text, self.exclude_anchor_links),
-                             lambda: super(SafeFeedbackExporter, self).markdown2html(context, source))
+                             lambda: self._markdown(context, source))
+
+    def _markdown(self, context, source: str) -> str:
+        """HTMLExporter.markdown2html with equations as MathML, then sanitised."""
+        cell = context.get("cell", {})
+        renderer = _MathRenderer(escape=False, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+                                 path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                                 anchor_link_text=self.anchor_link_text,
+                                 exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+        return clean_html(MarkdownWithMath(renderer=renderer).render(source))
+
+
+def exercises(nb) -> dict[str, str]:
+    """grade_id -> "Exercise k: <answer cell>" for every answer and test cell, a test named by the answer before it."""
+    names, current, count = {}, None, 0
+    for cell in nb.cells:
+        info = cell.metadata.get("nbgrader") or {}
+        grade_id = str(info.get("grade_id", ""))
+        if info.get("solution"):
+            count += 1
+            current = names[grade_id] = f"Exercise {count}: {grade_id}"
+        elif info.get("grade"):
+            names[grade_id] = current or grade_id
+    return names
 
 
 def prime(exporter: SafeFeedbackExporter, nb) -> None:
@@ -86,10 +140,13 @@ def prime(exporter: SafeFeedbackExporter, nb) -> None:
     The local supervisor forks one process per submission: what the caches hold at the fork, the
     compiled templates and the release's own cells, every submission's page then reuses.
     """
-    nb = copy.deepcopy(nb)
+    nb = copy.deepcopy(nb)  # its answer and test cells stay marked: those are the ones highlighted
     for cell in nb.cells:
-        cell.metadata.pop("nbgrader", None)  # as an ungraded page: the caches do not depend on grades
-    nb, _ = SanitizeHTML(parent=exporter).preprocess(nb, {})  # the cells as the feedback steps leave them
+        info = cell.metadata.get("nbgrader")
+        if isinstance(info, dict) and info.get("grade"):
+            info.setdefault("score", 0)  # as nbgrader's GetGrades puts it; the caches do not depend on it
+            info.setdefault("points", 0)
+    nb, _ = CleanFeedbackCells(parent=exporter).preprocess(nb, {})  # the cells as the feedback steps leave them
     exporter.from_notebook_node(nb, {"nbgrader": {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0}})
 
 
@@ -105,16 +162,12 @@ def _focusable(div: str) -> str:
     return f'{div[:-1].rstrip("/")} tabindex="0">'
 
 
-
 def harden(page: str, *, max_bytes: int = 0, scores: str = "") -> str:
-    """`page` without scripts, with the CSP first in its head; a short notice if it is over `max_bytes`."""
-    page = SCRIPT.sub("", page)
-    page = SCRIPT_URL.sub(_without_script_url, page)
-    while MAYBE_HANDLER.search(page) and HANDLER.search(page):
-        page = HANDLER.sub(r"\1", page)
-    page = ACTIVE_TAGS.sub("", page)
-    if re.search(r"<script\b", page, re.IGNORECASE):  # an unterminated one: keep nothing after it
-        page = page[: re.search(r"<script\b", page, re.IGNORECASE).start()]
+    """`page` with the CSP first in its head; a short notice instead if it is over `max_bytes`.
+
+    The page's content was sanitised before (`grader.pipeline.clean_feedback`); the policy is the
+    second wall: were any script, request or form left, the browser would refuse it.
+    """
     meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
     page = re.sub(r"<head[^>]*>", lambda m: m.group(0) + meta, page, count=1, flags=re.IGNORECASE)
     if meta not in page:
@@ -124,16 +177,6 @@ def harden(page: str, *, max_bytes: int = 0, scores: str = "") -> str:
                 f"<p>This feedback page was over {max_bytes} bytes and was not kept: the notebook's outputs are "
                 f"too large. Ask your instructor for the graded notebook.</p>{scores}</body></html>")
     return page
-
-
-def _without_script_url(match: re.Match) -> str:
-    """`match` (an "=" and a script URL after it) made harmless if the attribute before it is a URL's."""
-    page, end = match.string, match.start()
-    while end and page[end - 1].isspace():
-        end -= 1
-    if page[max(0, end - 10):end].lower().endswith(URL_ATTRIBUTES):
-        return f"={match.group(1)}#removed-"
-    return match.group(0)
 
 
 def _scores(resources: dict) -> str:
@@ -185,11 +228,14 @@ def _highlighter(lexer: str | None, exporter: HTMLExporter):
     highlight = Highlight2HTML(pygments_lexer=lexer, parent=exporter)
     options = repr(sorted(highlight.extra_formatter_options.items()))
 
+    def lean(source, language, metadata):
+        return PLAIN_TOKENS.sub(r"\1", highlight(source, language, metadata))
+
     def highlight_code(source, language=None, metadata=None):
         if len(source) > CACHED_SOURCE:
-            return highlight(source, language, metadata)
+            return lean(source, language, metadata)
         magics = (metadata or {}).get("magics_language")
         return _code.get((source, language, repr(magics), highlight.pygments_lexer, options),
-                         lambda: highlight(source, language, metadata))
+                         lambda: lean(source, language, metadata))
 
     return highlight_code

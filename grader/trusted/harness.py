@@ -43,13 +43,30 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
     type_name, type_mro = type_.__dict__["__name__"].__get__, type_.__dict__["__mro__"].__get__
     exec_, function_type, globals_of = b.exec, types.FunctionType, types.FunctionType.__globals__.__get__
     dict_get, dict_set, dict_pop, absent = dict_.get, dict_.__setitem__, dict_.pop, object()
-    errstate = numpy.errstate  # for Check.strict_floats: the class itself, not a later np.errstate
+    getattr_, id_, all_, zip_ = b.getattr, b.id, b.all, b.zip
     float64, complex128 = numpy.float64, numpy.complex128
-    # For Check.strict_floats: NumPy's floating-point settings live in this context variable; the
-    # settings a call ends with are checked against those it started with.
-    fp_settings = numpy._core._ufunc_config._extobj_contextvar
-    fp_get, fp_names = fp_settings.get, ("seterr", "errstate", "seterrcall")
-    numpy_module = numpy
+    # For Check.strict_floats (see `strictly`), with NumPy's public names only: its settings API, the
+    # file that implements it, NumPy's own folder, and the calls that would change the settings
+    # behind NumPy's back (a context variable set or reset, a saved context run, a thread or a fork).
+    import contextvars
+    import os
+    import sys
+
+    errstate, geterr, geterrcall = numpy.errstate, numpy.geterr, numpy.geterrcall
+    settings_code = frozenset(f.__code__ for f in (numpy.seterr, numpy.seterrcall, errstate.__enter__,
+                                                   errstate.__exit__))
+    settings_file = errstate.__enter__.__code__.co_filename
+    numpy_folder = os.path.dirname(numpy.__file__) + os.sep
+    context_var, context = contextvars.ContextVar, contextvars.Context
+    set_profile, get_profile = sys.setprofile, sys.getprofile
+    hooks = frozenset(id(f) for f in (sys.setprofile, sys.settrace, getattr(os, "fork", None),
+                                      getattr(os, "forkpty", None), getattr(os, "posix_spawn", None))
+                      if f is not None)
+    import _thread
+
+    thread_starts = frozenset(id(getattr(_thread, name)) for name in ("start_new_thread", "start_new",
+                                                                     "start_joinable_thread")
+                              if hasattr(_thread, name))
     # For wire.Rng arguments: NumPy's own default_rng and the base-class getters of a generator's state.
     default_rng, generator_class = numpy.random.default_rng, numpy.random.Generator
     bit_generator_of = generator_class.bit_generator.__get__
@@ -222,25 +239,56 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                 dict_set(namespace, name, value)
         return previous
 
+    def from_numpy(frame):
+        # Whether the code that called NumPy's settings API (the first frame outside it) is NumPy's own.
+        while frame is not None and frame.f_code.co_filename == settings_file:
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename.startswith(numpy_folder)
+
     def strictly(function, args, kwargs):
-        """Call with floating-point problems raising; changing NumPy's settings meanwhile is refused."""
-        saved = {name: getattr(numpy_module, name) for name in fp_names}
+        """Call with floating-point problems raising; changing NumPy's settings meanwhile fails the call.
 
-        def refuse(*a, **k):
-            raise b.PermissionError("this exercise may not change NumPy's floating-point error settings")
+        A profile function sees every call the function makes, however it reached what it calls (a
+        reference saved before the call included): entering `errstate`, `seterr`, `seterrcall`, setting
+        or resetting NumPy's context variable, running a saved context, starting a thread or forking
+        are refused unless NumPy's own code does them, and so is removing the profile function.
+        """
+        touched, tampered = [], []  # what the function did; each list's methods called by it go into the other
 
+        def watch(frame, event, arg):
+            if frame.f_code is own_code:  # this function's own calls (putting the previous profile back)
+                return
+            if event == "call":
+                if frame.f_code in settings_code and not from_numpy(frame.f_back):
+                    touched.append("changed NumPy's floating-point error settings")
+            elif event == "c_call":
+                owner = getattr_(arg, "__self__", None)
+                if owner is touched or owner is tampered:
+                    (tampered if owner is touched else touched).append("tampered with the grader's watch")
+                elif id_(arg) in hooks or id_(arg) in thread_starts:
+                    touched.append("started a thread or process, or removed the grader's watch")
+                elif type_(owner) is context_var and "numpy" in str_(owner.name) and not from_numpy(frame):
+                    touched.append("changed NumPy's floating-point error settings")
+                elif type_(owner) is context and not from_numpy(frame):
+                    touched.append("ran code in another context")
+
+        cells = tuple_(cell.cell_contents for cell in watch.__closure__)
         with errstate(divide="raise", over="raise", invalid="raise"):
-            settings = fp_get()
-            for name in fp_names:
-                setattr(numpy_module, name, refuse)
+            before, callback, previous = geterr(), geterrcall(), get_profile()
+            set_profile(watch)
             try:
                 returned = function(*args, **kwargs)
             finally:
-                for name, value in saved.items():
-                    setattr(numpy_module, name, value)
-            if fp_get() is not settings:
-                raise b.FloatingPointError("the function changed NumPy's floating-point error settings")
+                watched = get_profile() is watch
+                set_profile(previous)
+            intact = watched and all_(cell.cell_contents is kept
+                                      for cell, kept in zip_(watch.__closure__, cells, strict=True))
+            if touched or tampered or not intact or geterr() != before or geterrcall() is not callback:
+                reason = (touched + tampered + ["changed NumPy's floating-point error settings"])[0]
+                raise b.FloatingPointError("the function " + reason + ", which this exercise does not allow")
         return returned
+
+    own_code = strictly.__code__
 
     def run(check, function, payload):
         spec = loads(payload)
@@ -255,9 +303,11 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
             args = [decode(arg) for arg in case["args"]]  # fresh copies for every call
             kwargs = {key: decode(value) for key, value in case["kwargs"]}
             previous = swap(namespace, replacements) if namespace is not None else None
+            originals = tuple_(args)  # what "inputs unchanged" is judged on: a tuple the function cannot rebind
             try:
                 if tensors:
                     args, kwargs = as_tensors(args), as_tensors(kwargs)
+                    originals = tuple_(args)
                 if strict_floats:  # a floating-point warning fails the call instead of reaching stderr
                     returned = strictly(function, args, kwargs)
                 else:
@@ -270,7 +320,7 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                     swap(namespace, previous)
             outcome = {"result": result}
             if spec["keep_args"]:
-                outcome["args"] = [encode(arg, tensors=tensors) for arg in args]
+                outcome["args"] = [encode(arg, tensors=tensors) for arg in originals]
             if made:  # where each generator was left: how much the function drew from it
                 outcome["rngs"] = [rng_state(generator) for generator, _ in made]
             outcomes.append(outcome)

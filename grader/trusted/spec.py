@@ -196,7 +196,9 @@ class Check:
     cases: `cases(rng)` yields the calls (`call(...)`) for one grading run, drawn from `rng`. An
         argument that must be a NumPy Generator is `Rng(seed)` (a seed drawn from `rng`): both sides
         call with `np.random.default_rng(seed)`, and the generator's state after the call must match.
-    unchanged_args: the student's function must leave its arguments exactly as they were.
+    unchanged_args: the student's function must leave its arguments exactly as they were. The harness
+        judges the argument objects it passed (kept in a tuple the function cannot rebind), not whatever
+        its argument list holds after the call.
     compare: `compare(expected, got)` returns None when they match, else a one-line message.
     replace_globals: {name: function} for an exercise whose function calls another graded function
         of the notebook (attention calling softmax). During each hidden call, the global `name` that
@@ -214,7 +216,10 @@ class Check:
         checks do with `np.errstate(...="raise")`. The harness calls the student's function under
         `numpy.errstate(divide="raise", over="raise", invalid="raise")` as captured before any student
         code ran, so such a warning fails the call (raised FloatingPointError) instead of reaching
-        stderr, where the course's IgnorePattern would drop it. Underflow is not an error.
+        stderr, where the course's IgnorePattern would drop it. Underflow is not an error. A call that
+        changes NumPy's error settings itself (`errstate`, `seterr`, `seterrcall`, however referenced,
+        NumPy's context variable, a saved context), starts a thread or forks fails too; NumPy's own
+        functions that use `errstate` inside (`np.ma`, `np.isclose`) are allowed.
     fixed_inputs: `cases` draws nothing from rng because the calls cannot change from run to run: a
         quiz, whose function reports the student's answers and whose reference holds the key. Every
         other check must send fresh inputs in every run (the trusted checks' unit tests check both).

@@ -1,6 +1,7 @@
 """The hostile suite: attacks on the grader, graded in one batch next to honest submissions.
 
-tests/fixtures/hostile/03-parallel-heads.toml holds the attacks (see its header). Secrets are
+tests/fixtures/hostile/*.toml hold the attacks (see 03-parallel-heads.toml's header), all graded in
+one batch. Secrets are
 planted where an attacker would look: a file in the course's grading state and one in its root,
 one in the host's /tmp, a variable in the grader's environment, and a value in an honest
 classmate's notebook. `python -m grader autograde` grades everything in one run, as an instructor
@@ -20,19 +21,18 @@ import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
 import psutil
 import pytest
-import tomllib
 
 from grader.course import REPO, submission_filename
 from grader.grading.batch import main as autograde
-from tests.support import FIXTURES, Course, batch_scores, build_notebook, make_course, points_of
+from tests.support import Course, batch_scores, build_notebook, hostile_cases, make_course, points_of
 
 LESSON = "03-parallel-heads"
-SPEC = FIXTURES / "hostile" / f"{LESSON}.toml"
 CELL_TIMEOUT = 10  # seconds per cell: the attacks that hang cost this
 ATTEMPT = "20260115-100000"
 
@@ -57,12 +57,6 @@ class Hostile:
                          for cell in self.notebook(student).cells)
 
 
-def fill(text: str, values: dict[str, str]) -> str:
-    for key, value in values.items():
-        text = text.replace("{" + key + "}", value)
-    return text
-
-
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "absent"
 
@@ -84,14 +78,15 @@ def hostile(tmp_path_factory) -> Hostile:
     tmp_canary = Path(f"/tmp/hostile-canary-{token}.txt")
     tmp_canary.write_text(planted["tmp"])
     values = {"token": token, "course": str(course.root), "state": str(state), "home": str(home), "repo": str(REPO),
-              "tmp_canary": str(tmp_canary), "honest_secret": planted["honest"]}
-    cases = tomllib.loads(fill(SPEC.read_text(), values))
+              "tmp_canary": str(tmp_canary), "honest_secret": planted["honest"], "listener": "http://127.0.0.1:9"}
+    cases = hostile_cases(values)
     release = course.release(LESSON)
     archive = root / "download.zip"
     with zipfile.ZipFile(archive, "w") as handle:
         for name, spec in cases.items():
+            # ensure_ascii: a lone surrogate in the notebook is written as its JSON escape, as a browser would
             handle.writestr(submission_filename(LESSON, name, ATTEMPT),
-                            nbformat.writes(build_notebook(LESSON, release, spec)))
+                            nbformat.writes(build_notebook(LESSON, release, spec), ensure_ascii=True))
     guarded = [course.root / "nbgrader_config.py", REPO / "nbgrader_config.py", REPO / "grader" / "nbgrader_config.py",
                REPO / "grader" / "pipeline" / "__init__.py"]
     before = {str(path): digest(path) for path in guarded}
@@ -102,33 +97,56 @@ def hostile(tmp_path_factory) -> Hostile:
                              capture_output=True, text=True, timeout=1500, env=env)
     finally:
         tmp_canary.unlink(missing_ok=True)
-    with course.layout.grades_csv(LESSON).open() as handle:
+    with course.layout.grades_csv(LESSON).open(encoding="utf-8") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     return Hostile(course, run, rows, cases, token, planted, home, before)
 
 
+def graded(hostile) -> list[str]:
+    """The submissions that must be graded (the others are refused, with a reason: `status`, `reason`)."""
+    return [name for name, spec in hostile.cases.items() if spec.get("status", "graded") == "graded"]
+
+
 def test_the_batch_finished_and_graded_everyone(hostile):
     assert hostile.run.returncode == 0, hostile.run.stdout + hostile.run.stderr[-3000:]
-    assert set(hostile.rows) == set(hostile.cases), hostile.run.stdout
-    assert all(row["status"] == "graded" for row in hostile.rows.values()), hostile.run.stdout
+    expected = {name: spec.get("status", "graded") for name, spec in hostile.cases.items()}
+    statuses = {name: row["status"] for name, row in hostile.rows.items()}
+    assert statuses == {name: status for name, status in expected.items() if status != "not collected"}, \
+        hostile.run.stdout
+    for name in statuses:
+        reason = hostile.cases[name].get("reason", "")
+        assert reason in hostile.rows[name]["flags"], (name, hostile.rows[name]["flags"])
+    not_collected = sum(status == "not collected" for status in expected.values())
+    assert re.search(rf"not collected \(files\)\s+{not_collected}\n", hostile.run.stdout), hostile.run.stdout
+
+
+def test_no_control_byte_from_a_submission_reaches_the_terminal_or_the_log(hostile):
+    """Grade ids, file names and reasons a submission controls are printed as inert text (grader.safe_text)."""
+    log = hostile.course.layout.log(LESSON)
+    for where, text in (("stdout", hostile.run.stdout), ("stderr", hostile.run.stderr),
+                        ("log", log.read_text(errors="surrogateescape") if log.is_file() else "")):
+        for byte in ("\x1b", "\x07", "\u202e", "\ud800", "\udcff"):
+            assert byte not in text, f"{byte!r} from a submission on the grader's {where}"
+        assert not re.search(r"(?m)^honest_\w+: .*plagiarism", text), f"a forged line on the grader's {where}"
 
 
 def test_every_honest_student_has_their_exact_score_and_no_attack_gained_anything(hostile):
     release = hostile.course.release(LESSON)
-    wrong = {}
-    for name, spec in hostile.cases.items():
-        row = hostile.rows[name]
+    wrong, flagless = {}, {}
+    for name in graded(hostile):
+        spec, row = hostile.cases[name], hostile.rows[name]
         got = {grade_id: float(row[grade_id]) for grade_id in points_of(release)}
         if got != batch_scores(LESSON, release, spec):
             wrong[name] = (got, row["flags"])
         missing = [flag for flag in spec.get("flags", []) if flag not in row["flags"]]
-        assert not missing, f"{name}: expected flags {missing} in {row['flags']!r}"
-    assert not wrong, wrong
+        if missing:  # every submission's verdict is reported, not only the first wrong one
+            flagless[name] = f"expected flags {missing} in {row['flags']!r}"
+    assert not wrong and not flagless, (wrong, flagless)
 
 
 def test_no_secret_reached_any_output_or_feedback(hostile):
     leaks = []
-    for name in hostile.cases:
+    for name in graded(hostile):
         outputs = hostile.outputs(name)  # what the kernel produced (the feedback page also shows the source)
         page = hostile.course.layout.feedback_page(name, LESSON)
         text = outputs + (page.read_text() if page.is_file() else "")
@@ -151,7 +169,7 @@ def test_nothing_outside_the_sandbox_was_written(hostile):
     assert not marks, marks
     csv_text = layout.grades_csv(LESSON).read_text()
     assert "PWNED" not in csv_text and "999" not in csv_text
-    for name in hostile.cases:  # every feedback page is the grader's, not an attacker's
+    for name in graded(hostile):  # every feedback page is the grader's, not an attacker's
         page = layout.feedback_page(name, LESSON)
         assert page.is_file() and "PWNED" not in page.read_text().split("</style>")[0], name
     honest = nbformat.read(layout.submitted_notebook("honest_reference", LESSON), as_version=4)
@@ -174,14 +192,28 @@ def test_no_process_of_any_submission_is_left(hostile):
 
 
 def test_feedback_carries_no_active_content(hostile):
-    for name in hostile.cases:
+    for name in graded(hostile):
         page = hostile.course.layout.feedback_page(name, LESSON).read_text().lower()
         for active in ("<script", "<iframe", "application/javascript"):
             assert active not in page, f"{name}'s feedback holds {active!r}"
         handlers = re.findall(r"<[a-z][^>]*\son[a-z]+\s*=", page)  # in a tag, not the escaped text of the source
         assert not handlers, f"{name}'s feedback holds event handlers: {handlers[:3]}"
-        assert not re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", page), f"{name}'s feedback links to a script"
+        links = [value for _, attrs in _tags(page) for key, value in attrs if key in ("href", "src", "action")]
+        assert not [link for link in links if (link or "").strip().startswith(("javascript:", "vbscript:", "data:text")
+                                                                            )], f"{name}'s feedback links to a script"
         assert "content-security-policy" in page, f"{name}'s feedback has no Content-Security-Policy"
+
+
+def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Every start tag of `page` with its attributes, as a browser's parser reads them (text is not a tag)."""
+    found = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, attrs))
+
+    Tags().feed(page)
+    return found
 
 
 def _seeded_course(root: Path) -> Course:

@@ -39,6 +39,7 @@ def test_every_student_fixture_names_real_lessons_and_test_cells():
 
 @pytest.mark.parametrize(("stderr", "graded_as_failure"), [
     ("/tmp/ipykernel_1/123.py:3: RuntimeWarning: overflow encountered in exp\n", None),  # as the course config says
+    ("WARNING:root:the inputs are small\n", False),  # logging's default format: a warning, kept as one (issue 27)
     ("Traceback (most recent call last):\n  something broke\n", True),
 ])
 def test_stderr_in_a_test_cell_counts_exactly_as_grading_counts_it(stderr, graded_as_failure):

@@ -96,3 +96,28 @@ def test_everything_grading_writes_stays_in_the_git_ignored_state_folder():
     assert all(path.is_relative_to(state) and not path.is_relative_to(LESSONS) for path in written), written
     ignored = (REPO / ".gitignore").read_text().splitlines()
     assert f"{STATE}/*" in ignored and f"!{STATE}/README.md" in ignored
+
+
+HOSTILE = "honest_b: 0/15 plagiarism\n\x1b]0;owned\x07\x1b[2J\u202e\ud800"
+
+
+def test_no_control_byte_from_a_submission_reaches_the_terminal_the_log_or_the_csv(tmp_path):
+    """Issue 27, items 2 and 3: grade ids, zip entry names and failure reasons are data, whatever they hold."""
+    results = [Result("ada", "graded", scores={"test_a": 3.0, "test_b": 2.0},
+                      flags=[Flag("unknown-cell", HOSTILE), Flag("test-cell-edited", HOSTILE)]),
+               Result("bob", "failed", reason=f"nbgrader could not grade it: {HOSTILE}")]
+    skipped = [Skipped(f"03-parallel-heads_{HOSTILE}.ipynb", f"a submission for {HOSTILE}")]
+    text = report.summary("lesson", results, skipped, seconds=1, workers=1, files={}, collect_notes=skipped)
+    log = io.StringIO()
+    progress = report.Progress(2, POINTS, stream=log)
+    for result in results:
+        progress.update(result)
+    for shown in (text, log.getvalue()):
+        assert not any(ch in shown for ch in "\x1b\x07\u202e\ud800"), shown
+        assert "\nhonest_b" not in shown
+    path = report.write_csv(tmp_path / "lesson.csv", [*results, Result("=cmd|' /C calc'!A0", "failed", reason="-1+1")],
+                            POINTS)
+    with path.open(encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    assert [row[0] for row in rows[1:]] == ["'=cmd|' /C calc'!A0", "ada", "bob"]
+    assert rows[1][-1] == "'-1+1" and "\\ud800" in rows[2][-1]

@@ -115,3 +115,27 @@ def test_the_reason_nbgrader_failed_is_its_exception():
     assert triage.failure_reason(result) == "nbgrader could not grade it: KeyError: 'concat_heads'"
     assert triage.failure_reason({"success": False, "log": "[ERROR] Kernel died before replying"}) == (
         "nbgrader could not grade it: Kernel died before replying")
+
+
+def test_a_pasted_cell_and_edited_points_are_flagged_and_graded():
+    """Issue 27 items 4 and 6: a pasted copy costs nothing but is flagged; points set to 1000 are flagged."""
+    nb = answered()
+    nb.cells.insert(3, copy.deepcopy(nb.cells[2]))  # JupyterLab's copy and paste: metadata and all
+    notebook.meta(nb.cells[-1])["points"] = 1000
+    flags, reason = triage.inspect_submission(nb, release(), {})
+    assert reason is None
+    assert [str(flag) for flag in flags] == ["points-edited:test_half", "cell-pasted:test_double"]
+    assert triage.needs_review([Flag("points-edited", "x")]) and not triage.needs_review([Flag("cell-pasted", "x")])
+
+
+def test_a_notebook_far_larger_than_its_release_is_refused_before_it_runs():
+    """Issue 27 item 11: 100,000 markdown cells, or a few enormous ones, are refused with the reason."""
+    many = answered()
+    many.cells += [new_markdown_cell("x") for _ in range(5000)]
+    assert "far larger than its release: 5005 cells" in triage.inspect_submission(many, release(), {})[1]
+    huge = answered()
+    huge.cells.append(new_markdown_cell("x" * (2 * 1024**2)))
+    assert "characters of cells" in triage.inspect_submission(huge, release(), {})[1]
+    fine = answered()
+    fine.cells += [new_markdown_cell("a note of my own " * 100) for _ in range(50)]
+    assert triage.inspect_submission(fine, release(), {}) == ([], None)

@@ -373,6 +373,7 @@ def strict_results(function, *args):
 def test_a_function_cannot_switch_the_floating_point_rule_off():
     """Under strict_floats a warning is an error, and changing NumPy's settings to hide one fails the call."""
     saved_seterr = np.seterr  # a reference taken before the call, as a submission could keep one
+    before_all = np.geterr()
 
     def hides_with_seterr(x):
         np.seterr(all="ignore")
@@ -388,10 +389,73 @@ def test_a_function_cannot_switch_the_floating_point_rule_off():
         with np.errstate(all="ignore"):
             return np.log(x)
 
+    quiet = np.errstate  # issue 27 item 8: a reference to the class saved at cell level
+
+    def hides_with_a_saved_errstate(x):
+        with quiet(invalid="ignore", divide="ignore"):
+            return np.log(x)
+
+    @np.errstate(all="ignore")
+    def hides_with_a_decorator(x):
+        return np.log(x)
+
+    import contextvars
+
+    np.seterr(all="ignore")
+    quiet_context = contextvars.copy_context()  # NumPy's settings as they were here, to run code in later
+    np.seterr(**before_all)
+
+    def hides_in_a_saved_context(x):
+        return quiet_context.run(np.log, x)
+
+    def hides_in_a_thread(x):
+        import threading
+
+        out = []
+        thread = threading.Thread(target=lambda: out.append(np.log(x + 1)))  # no warning: the thread is the fault
+        thread.start()
+        thread.join()
+        return out[0]
+
+    def removes_the_watch(x):
+        import sys
+
+        watch = sys.getprofile()
+        sys.setprofile(None)
+        with quiet(all="ignore"):
+            value = np.log(x)
+        sys.setprofile(watch)
+        return value
+
     before = np.geterr()
-    for function in (hides_with_seterr, hides_with_a_saved_reference, hides_with_errstate):
+    for function in (hides_with_seterr, hides_with_a_saved_reference, hides_with_errstate, hides_with_a_saved_errstate,
+                     hides_with_a_decorator, hides_in_a_saved_context, hides_in_a_thread, removes_the_watch):
         result = strict_results(function, np.zeros(3))
         assert isinstance(result, wire.Raised), function.__name__
     assert strict_results(lambda x: np.log(x), np.zeros(3)).name == "FloatingPointError"
     assert np.array_equal(strict_results(lambda x: np.log(x), np.ones(3)), np.zeros(3))
     assert np.geterr() == before and np.seterr is saved_seterr, "the harness puts NumPy back as it was"
+    # NumPy's own functions that use errstate inside (np.ma, isclose) are not the function changing the settings.
+    assert np.array_equal(strict_results(lambda x: np.ma.log(x).filled(0.0), np.ones(3)), np.zeros(3))
+    assert np.array_equal(strict_results(lambda x: np.isclose(x, x), np.ones(2)), np.ones(2, dtype=bool))
+
+
+def test_a_modified_input_is_seen_even_when_the_function_swaps_the_callers_list_back():
+    """Issue 27 item 9: zero the input in place, then put an untouched copy into the harness's argument list."""
+    import sys
+
+    def zero_and_hide(x):
+        kept = x.copy()
+        x[:] = 0
+        frame = sys._getframe(1)
+        while frame is not None:
+            for value in list(frame.f_locals.values()):
+                if isinstance(value, list) and any(item is x for item in value):
+                    value[:] = [kept if item is x else item for item in value]
+            frame = frame.f_back
+        return kept.sum()
+
+    bundle = harness_results(zero_and_hide, (np.arange(1.0, 4.0),), keep_args=True)
+    (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[1])
+    assert outcome.result == 6.0
+    assert np.array_equal(outcome.args[0], np.zeros(3)), "the argument the function was given, as it left it"
