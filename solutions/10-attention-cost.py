@@ -549,7 +549,7 @@ def attention_backward(Q, K, V, dO):
 _, trace_0 = online_attention_one_query(Q[0], K, V, block_demo)
 m_last, ell_last = trace_0[-1][3], trace_0[-1][5]  # running max and running sum after the last block
 lse_row = np.log(np.exp(S[0] - S[0].max()).sum()) + S[0].max()  # log sum_j e^(s_j), from the whole row
-print(f"query 0: m + log(ell) = {m_last + np.log(ell_last):.6f}, log-sum-exp of its row = {lse_row:.6f}")
+print(f"query 0: m + log(ell) = {m_last + np.log(ell_last):.4f}, log-sum-exp of its row = {lse_row:.4f}")
 print("P[0] equals exp(S[0] - L_0):", np.allclose(P[0], np.exp(S[0] - (m_last + np.log(ell_last)))))
 
 # %% [markdown]
@@ -1154,7 +1154,7 @@ plt.show()
 
 # %% [markdown]
 # *Figure: the full backward's peak (red; its fit extended past the measured $T$) climbs with
-# slope 2, the blockwise backward's (green) with a slope near 1. The full backward holds several
+# slope 2, the blockwise backward's (green) with a slope near 1. The full backward holds four
 # `(T, T)` arrays at its peak (the table above counts them); the blockwise one holds a few
 # `(T, 128)` strips and the `(T, d)` gradients.*
 
