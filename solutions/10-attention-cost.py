@@ -29,7 +29,8 @@
 #
 # **What you'll do**
 # - time NumPy attention and measure its peak memory for growing $T$, and fit the slopes on a log-log plot;
-# - derive the online softmax update and trace it, block by block, on one query;
+# - derive the online softmax update and trace it, block by block, on one query, and write it as a
+#   merge of two partial results, `online_softmax_merge` (graded);
 # - write `online_softmax_attention(Q, K, V, block)`, which never holds a `(T, T)` array, prove it
 #   equals the full attention, and measure that its memory grows only linearly in $T$ (graded);
 # - count the KV-cache bytes of GPT-2 small and of the Llama-2-7B and Llama-3-8B shapes, with one, a
@@ -53,7 +54,7 @@
 #   (Lesson 3); the KV cache of Lesson 6 helps for section 4, and Lesson 7's backward pass for section 5;
 # - NumPy broadcasting with `keepdims=True`, and logarithms.
 #
-# Three graded exercises close the lesson. Their visible checks run as you work; hidden tests with
+# Four graded exercises close the lesson. Their visible checks run as you work; hidden tests with
 # fresh inputs run when your notebook is graded.
 
 # %%
@@ -488,7 +489,7 @@ print(f"numbers cached for K and V: GQA {K_cache.size + V_cache.size}, MHA {K_re
 
 # %% [markdown]
 # The broadcast never builds the repeated copies, and the cache keeps only `(B, h_kv, T, hs)`
-# for each of K and V: $g = 4$ times fewer numbers than MHA with the same 8 query heads. Exercise 2
+# for each of K and V: $g = 4$ times fewer numbers than MHA with the same 8 query heads. Exercise 3
 # turns the formula into a function, and the table after it prices MHA, GQA and MQA for a
 # larger model shape.
 
@@ -535,10 +536,10 @@ def attention_backward(Q, K, V, dO):
 #
 # $$L_i = \log \sum_j e^{s_{ij}}, \qquad\text{so that}\qquad P_{ij} = \frac{e^{s_{ij}}}{\sum_k e^{s_{ik}}} = e^{s_{ij} - L_i} .$$
 #
-# (This $L$ is not the number of layers of section 4.) With $L$ (shape `(Tq, 1)`), any block of columns of $P$ is recomputed from $Q$, that block of
-# keys and $L$ alone: $P_{\text{blk}} = e^{S_{\text{blk}} - L}$, every exponent $\le 0$. The
-# online softmax has $L$ for free: after the last block, $\ell = \sum_j e^{s_j - m}$ with $m$ the
-# row max, so
+# (This $L$ is not the number of layers of section 4.) With $L$ (shape `(Tq, 1)`), any block
+# of columns of $P$ is recomputed from $Q$, that block of keys and $L$ alone:
+# $P_{\text{blk}} = e^{S_{\text{blk}} - L}$, every exponent $\le 0$. The online softmax has $L$
+# for free: after the last block, $\ell = \sum_j e^{s_j - m}$ with $m$ the row max, so
 #
 # $$L = m + \log \ell .$$
 #
@@ -555,8 +556,8 @@ print("P[0] equals exp(S[0] - L_0):", np.allclose(P[0], np.exp(S[0] - (m_last + 
 # %% [markdown]
 # For the demonstrations and checks that follow, `attention_with_lse` computes $O$ and $L$ the
 # straightforward way. The rows of queries are independent, so it runs 512 queries at a time,
-# which keeps its own tables small at the lengths measured below (your Exercise 1 kernel would
-# produce the same $O$ and $L$ without any table).
+# which keeps its own tables small at the lengths measured below (the online softmax of
+# Exercise 1, with the one more line, would produce the same $O$ and $L$ without any table).
 
 # %%
 def attention_with_lse(Q, K, V, rows=512):
@@ -616,7 +617,7 @@ print("rowsum(P * dP) equals rowsum(dO * O):", np.allclose((P * dP_demo).sum(axi
 # are finished as soon as the block is; $dQ$ gathers a term from every block. There is no running
 # max and nothing to rescale: $L$ is already the final normaliser. The cost is a second
 # computation of every score and exponential (the forward's were not kept), and what it buys is
-# memory that grows like $T$, not $T^2$. Exercise 3 asks for it; after it, the memory is measured.
+# memory that grows like $T$, not $T^2$. Exercise 4 asks for it; after it, the memory is measured.
 #
 # FlashAttention runs this backward inside one GPU kernel, tiling the queries as well as the
 # keys. Recomputing in the backward pass what the forward did not keep is also how Rabe and
@@ -812,8 +813,120 @@ print(f"T = 2048, d = {sweep_d}: full {t_full * 1e3:.1f} ms, online (block {onli
 # order; a ratio near 1, in either direction, is what the equal arithmetic predicts. The
 # online kernel's win is memory: the last column of its table above, which halves with every
 # doubling of $T$.
+
+# %% [markdown]
+# ### Exercise 2: merging two partial results (2 points)
 #
-# ### Exercise 2: the KV-cache bill (3 points)
+# The update of section 3.1 is one case of a more general rule. Split a query's keys into two
+# disjoint parts $A$ and $B$, and summarise each part by its **state**, computed relative to that
+# part's own largest score: $m_A = \max_{j \in A} s_j$, $\ell_A = \sum_{j \in A} e^{s_j - m_A}$ and
+# $\tilde o_A = \sum_{j \in A} e^{s_j - m_A}\, v_j$ (the same for $B$). The state of all the keys
+# together is
+#
+# $$m = \max(m_A, m_B), \qquad
+#   \ell = \ell_A\, e^{m_A - m} + \ell_B\, e^{m_B - m}, \qquad
+#   \tilde o = \tilde o_A\, e^{m_A - m} + \tilde o_B\, e^{m_B - m},$$
+#
+# and the attention output is $\tilde o / \ell$, as before. Section 3.1's update is this merge of
+# the state so far with the state of one new block. With the merge, parts of the keys can also be
+# processed separately and combined at the end.
+#
+# Write `online_softmax_merge(m_a, l_a, o_a, m_b, l_b, o_b)`:
+#
+# - `m_a`, `l_a`, `m_b` and `l_b` have shape `(..., Tq, 1)`; `o_a` and `o_b` have shape
+#   `(..., Tq, dv)`, with the same leading axes (none, or batch and heads): one state per query.
+# - Return the tuple `(m, l, o)` of the merged states, float64 arrays of the same shapes.
+# - A part with no keys has the empty state $m = -\infty$, $\ell = 0$, $\tilde o = 0$. For every
+#   query, at most one of its two states is empty.
+# - No floating-point warnings, even when the two maxima differ by thousands, and do not modify
+#   the inputs.
+
+# %% nbgrader={"grade": false, "grade_id": "online_softmax_merge", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def online_softmax_merge(m_a, l_a, o_a, m_b, l_b, o_b):
+    """Merge the online-softmax states (m, l, o) of two disjoint parts of the keys.
+
+    m_a, l_a, m_b, l_b: (..., Tq, 1); o_a, o_b: (..., Tq, dv) -> (m, l, o) with the same shapes.
+    """
+    ### BEGIN SOLUTION
+    m = np.maximum(m_a, m_b)  # (..., Tq, 1): the larger max; finite, since at most one state is empty
+    scale_a = np.exp(m_a - m)  # (..., Tq, 1), <= 1; exactly 0 for an empty state
+    scale_b = np.exp(m_b - m)
+    return m, l_a * scale_a + l_b * scale_b, o_a * scale_a + o_b * scale_b
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_online_softmax_merge", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+def state_of(scores, values):
+    """The state (m, l, o) of one part of the keys: scores (..., Tq, n), values (..., n, dv)."""
+    m = scores.max(axis=-1, keepdims=True)  # (..., Tq, 1)
+    e = np.exp(scores - m)  # (..., Tq, n)
+    return m, e.sum(axis=-1, keepdims=True), e @ values  # (..., Tq, 1), (..., Tq, 1), (..., Tq, dv)
+
+
+def call_merge(state_a, state_b, what):
+    """Call the function as the hidden tests do, with floating-point warnings raised as errors."""
+    before = [x.copy() for x in (*state_a, *state_b)]
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        try:
+            got = online_softmax_merge(*state_a, *state_b)
+        except FloatingPointError as error:
+            raise AssertionError(f"{what}: floating-point {error}: exponentiate only m_a - m and m_b - m, with m "
+                                 "the larger of the two maxima") from None
+    assert all(np.array_equal(x, y) for x, y in zip((*state_a, *state_b), before, strict=True)), (
+        f"{what}: the inputs were modified")
+    assert isinstance(got, tuple) and len(got) == 3, f"{what}: return the tuple (m, l, o)"
+    for name, x, like in zip(("m", "l", "o"), got, state_a, strict=True):
+        assert isinstance(x, np.ndarray) and x.shape == like.shape, (
+            f"{what}: {name} should be a NumPy array of shape {like.shape}, got {getattr(x, 'shape', type(x))}")
+    return got
+
+
+def check_online_softmax_merge(scores, values, split, what):
+    """Merge the states of keys [:split] and [split:] and compare with the state of all the keys."""
+    state_a = state_of(scores[..., :split], values[..., :split, :])
+    state_b = state_of(scores[..., split:], values[..., split:, :])
+    m, l, o = call_merge(state_a, state_b, what)
+    m_all, l_all, o_all = state_of(scores, values)
+    assert np.allclose(m, m_all), f"{what}: m should be the larger of the two maxima"
+    assert np.allclose(l, l_all, rtol=1e-12), (
+        f"{what}: l differs from the sum over all keys of e^(s - m): multiply each part's l by e^(its m - m)")
+    assert np.allclose(o, o_all, rtol=1e-12, atol=1e-12), (
+        f"{what}: o differs from the sum over all keys of e^(s - m) v: multiply each part's o by the same "
+        "factor as its l")
+    swapped = call_merge(state_b, state_a, what + ", parts swapped")
+    assert all(np.allclose(x, y) for x, y in zip(swapped, (m, l, o), strict=True)), (
+        f"{what}: merging B with A should give the same state as merging A with B")
+
+
+# By hand: part A has one key with score 0 and value 1, part B one key with score log 3 and value 5.
+# Merged: m = log 3, l = 1 * e^(0 - log 3) + 1 = 4/3, o = 1 * 1/3 + 5 = 16/3, and o / l = 4 = (1 * 1 + 3 * 5) / 4.
+state_hand_a = (np.array([[0.0]]), np.array([[1.0]]), np.array([[1.0]]))
+state_hand_b = (np.array([[np.log(3.0)]]), np.array([[1.0]]), np.array([[5.0]]))
+m_hand, l_hand, o_hand = call_merge(state_hand_a, state_hand_b, "the hand-worked case")
+assert np.allclose([m_hand[0, 0], l_hand[0, 0], o_hand[0, 0]], [np.log(3.0), 4 / 3, 16 / 3]), (
+    f"hand-worked case: expected m = log 3, l = 4/3, o = 16/3, got {m_hand[0, 0]:.4f}, {l_hand[0, 0]:.4f}, {o_hand[0, 0]:.4f}")
+
+empty = (np.full((T, 1), -np.inf), np.zeros((T, 1)), np.zeros((T, d)))  # no keys yet, for each of the T queries
+whole = state_of(S, V)
+for order, pair in [("empty first", (empty, whole)), ("empty second", (whole, empty))]:
+    merged = call_merge(*pair, f"merging with the empty state ({order})")
+    assert all(np.allclose(x, y) for x, y in zip(merged, whole, strict=True)), (
+        f"merging with the empty state ({order}) should return the other state unchanged")
+
+merge_rng = np.random.default_rng(2026)
+for split in [1, 3, 7]:
+    check_online_softmax_merge(S, V, split, f"the lesson's scores S, keys split at {split}")
+scores_b = merge_rng.standard_normal((2, 3, 5, 9))  # (B, h, Tq, Tk)
+check_online_softmax_merge(scores_b, merge_rng.standard_normal((2, 3, 9, 4)), 4, "batch and heads (2, 3)")
+check_online_softmax_merge(scores_b * 1000.0, merge_rng.standard_normal((2, 3, 9, 4)), 5, "scores in the thousands")
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 3: the KV-cache bill (3 points)
 #
 # Write `kv_cache_bytes(n_layers, n_heads, n_kv_heads, head_dim, T, dtype)`: the bytes of the
 # KV cache of one sequence of `T` tokens, $T \cdot 2 \cdot L \cdot h_{kv} \cdot d_h \cdot b$, as
@@ -883,7 +996,7 @@ check_kv_rejects((12, 12, 5, 64, 10, "float16"), "5 key/value heads cannot be sh
 check_kv_rejects((12, 12, 12, 64, 10, "float12"), "'float12' is not a dtype name")
 check_kv_rejects((12, 12, 12, 64, 10, 0), "0 bytes per number is not a size")
 check_kv_rejects((0, 12, 12, 64, 10, "float16"), "a model has at least one layer")
-print("Exercise 2 visible checks passed (hidden tests run at grading).")
+print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -953,7 +1066,7 @@ plt.show()
 # small is left out: its context stops at 1,024 tokens.*
 
 # %% [markdown]
-# ### Exercise 3: FlashAttention's backward, one block of keys at a time (5 points)
+# ### Exercise 4: FlashAttention's backward, one block of keys at a time (5 points)
 #
 # Write `flash_attention_backward(Q, K, V, O, L, dO, block)`, the backward of section 5.3:
 #
@@ -1038,6 +1151,10 @@ def check_flash_attention_backward(Q, K, V, dO, block, what):
     assert np.allclose(dK.sum(axis=-2), 0.0, atol=1e-9 * (1 + np.abs(dK).max())), (
         f"{what}: dK summed over the keys should be zero, because every row of dS sums to zero: "
         "dS_blk = P_blk * (dP_blk - D) with D = rowsum(dO * O) over all keys, not over one block")
+    halved = call_flash_backward(Q, K, V, O, L + np.log(2.0), dO, block, what + ", with L + log 2")
+    assert all(np.allclose(h, g / 2, rtol=1e-9, atol=1e-12) for h, g in zip(halved, (dQ, dK, dV), strict=True)), (
+        f"{what}: raising every saved L by log 2 halves every e^(S - L), so all three gradients should halve: "
+        "recompute the probabilities from the L you are given, not from a forward pass of your own")
     expected = attention_backward(Q, K, V, dO)
     for name, got, want in zip(("dQ", "dK", "dV"), (dQ, dK, dV), expected, strict=True):
         assert np.allclose(got, want, rtol=1e-9, atol=1e-10), (
@@ -1078,7 +1195,7 @@ check_flash_attention_backward(Q5, K5, V5, check_rng.standard_normal((2, 3, 5, 6
 check_flash_attention_backward(Q5 * 300.0, K5, V5, check_rng.standard_normal((2, 3, 5, 6)), 4,
                                "scores in the thousands")
 check_flash_memory(4000, 64)
-print("Exercise 3 visible checks passed (hidden tests run at grading).")
+print("Exercise 4 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -1174,7 +1291,8 @@ plt.show()
 # at the end $o = \tilde o / \ell$. It equals the full attention (every block size tested agreed
 # to better than $10^{-12}$), never overflows, and for a fixed block its peak memory grew with
 # a fitted slope near 1 instead of 2. Forgetting to rescale $\tilde o$ is wrong exactly when a later block
-# raises the max. The arithmetic is unchanged; FlashAttention's gain on a GPU comes from never
+# raises the max. The same rescaling merges the states $(m, \ell, \tilde o)$ of any two disjoint
+# parts of the keys. The arithmetic is unchanged; FlashAttention's gain on a GPU comes from never
 # writing the `(T, T)` table to main memory.
 #
 # **The KV cache.** $T \cdot 2 \cdot L \cdot h_{kv} \cdot d_h \cdot b$ bytes per sequence:

@@ -97,6 +97,44 @@ def online_softmax_attention_cases(rng):
     yield call(normal(Tq, 1), K, normal(Tk, 1), int(rng.integers(120, 180)))
 
 
+def online_softmax_merge(m_a, l_a, o_a, m_b, l_b, o_b):
+    # The state (m, l, o) of the union of two disjoint parts of the keys, each given relative to its own max.
+    m = np.maximum(m_a, m_b)
+    scale_a, scale_b = np.exp(m_a - m), np.exp(m_b - m)  # 0 for an empty state (m = -inf), which is never both
+    return m, l_a * scale_a + l_b * scale_b, o_a * scale_a + o_b * scale_b
+
+
+def _state(scores, values):
+    """The state of one part of the keys, from its scores (..., Tq, n) and values (..., n, dv)."""
+    m = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - m)
+    return m, e.sum(axis=-1, keepdims=True), e @ values
+
+
+def online_softmax_merge_cases(rng):
+    def states(lead, Tq, n_a, n_b, dv, scale=1.0, shift_b=0.0):
+        scores = rng.standard_normal((*lead, Tq, n_a + n_b)) * scale
+        scores[..., n_a:] += shift_b  # part B's scores moved up (or down) against part A's
+        values = rng.standard_normal((*lead, n_a + n_b, dv))
+        return call(*_state(scores[..., :n_a], values[..., :n_a, :]), *_state(scores[..., n_a:], values[..., n_a:, :]))
+
+    yield states((), 4, 3, 2, 3, shift_b=2.0)  # B holds the larger max for every query
+    yield states((), 4, 3, 2, 3, shift_b=-2.0)  # A holds it
+    yield states((), 6, 1, 5, 2)  # one key against five; either max may win
+    yield states((2, 3), 5, 4, 4, 2)  # batch and heads
+    yield states((), 3, 4, 3, 2, scale=1000.0)  # maxima thousands apart
+    # An empty part for some queries: A empty for queries 0 and 1, B empty for query 3.
+    m_a, l_a, o_a = _state(rng.standard_normal((4, 3)), rng.standard_normal((3, 2)))
+    m_b, l_b, o_b = _state(rng.standard_normal((4, 5)), rng.standard_normal((5, 2)))
+    m_a[:2], l_a[:2], o_a[:2] = -np.inf, 0.0, 0.0
+    m_b[3], l_b[3], o_b[3] = -np.inf, 0.0, 0.0
+    yield call(m_a, l_a, o_a, m_b, l_b, o_b)
+    for _ in range(3):
+        lead = [(), (2,), (2, 3)][int(rng.integers(3))]
+        Tq, n_a, n_b, dv = (int(n) for n in rng.integers(1, 9, size=4))
+        yield states(lead, Tq, n_a, n_b, dv, scale=float(rng.choice([1.0, 30.0])), shift_b=float(rng.normal(0, 3)))
+
+
 def _distinct_keys(K, V):
     """The distinct rows of K (G, d), which distinct row each key is (Tk,), their counts (G,) and value sums (G, dv)."""
     keys, which, counts = np.unique(K, axis=0, return_inverse=True, return_counts=True)
@@ -244,6 +282,8 @@ CHECKS = {
     "test_online_softmax_attention": Check("online_softmax_attention", online_softmax_attention,
                                            online_softmax_attention_cases, unchanged_args=True,
                                            compare=Same(rtol=1e-9, atol=1e-10), strict_floats=True),
+    "test_online_softmax_merge": Check("online_softmax_merge", online_softmax_merge, online_softmax_merge_cases,
+                                       unchanged_args=True, compare=Same(rtol=1e-10, atol=1e-12), strict_floats=True),
     "test_kv_cache_bytes": Check("kv_cache_bytes", kv_cache_bytes, kv_cache_bytes_cases),
     "test_flash_attention_backward": Check("flash_attention_backward", flash_attention_backward,
                                            flash_attention_backward_cases, unchanged_args=True,
