@@ -1077,6 +1077,8 @@ plt.show()
 # - Return the tuple `(dQ, dK, dV)`, each a float64 array shaped like `Q`, `K` and `V`.
 # - Use `O` and `L` as they were saved: recompute each block's probabilities as
 #   $e^{S_{\text{blk}} - L}$ and take $D$ from $dO \odot O$. Do not recompute the forward pass.
+#   They may have been saved in float32, as training often keeps them: use their values as they
+#   are, and compute in float64.
 # - Visit the keys in blocks of `block` consecutive positions, `0:block`, `block:2*block`, and so
 #   on; the last block may be shorter, and `block` may be larger than $T_k$. The largest arrays
 #   you hold are `(..., Tq, block)` strips: never one with both a $T_q$ and a $T_k$ axis.
@@ -1194,6 +1196,11 @@ check_flash_attention_backward(Q5, K5, V5, check_rng.standard_normal((2, 3, 5, 6
                                "batch and heads (2, 3), Tq = 5, Tk = 11, dv = 6")
 check_flash_attention_backward(Q5 * 300.0, K5, V5, check_rng.standard_normal((2, 3, 5, 6)), 4,
                                "scores in the thousands")
+O32, L32 = (x.astype(np.float32) for x in attention_with_lse(Q, K, V))  # O and L saved in float32
+grads32 = call_flash_backward(Q, K, V, O32, L32, dO_check, 3, "O and L saved in float32")
+assert all(g.dtype == np.float64 for g in grads32), "O and L saved in float32: still compute and return float64"
+assert all(np.allclose(g, f, rtol=1e-5, atol=1e-6) for g, f in zip(grads32, attention_backward(Q, K, V, dO_check), strict=True)), (
+    "O and L saved in float32: the gradients should still be close to the full backward's (to float32 precision)")
 check_flash_memory(4000, 64)
 print("Exercise 4 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS

@@ -10,6 +10,7 @@ references that compute the expected results cheaply (by merging repeated keys) 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from grader.course import nbgrader_config
-from grader.trusted import load_spec
+from grader.trusted import load_spec, wire
 
 LESSON = "10-attention-cost"
 CHECK = "test_online_softmax_attention"
@@ -135,3 +136,19 @@ def test_backward_cases_hand_over_the_forward_output_and_log_sum_exp(lesson_name
         np.testing.assert_array_equal(saved_out, want_O.astype(np.float16).astype(np.float64))
         assert np.allclose(L, want_L, rtol=1e-6) and not np.allclose(saved_out, want_O, rtol=1e-6)
     assert rounded == 1
+
+
+@pytest.mark.parametrize("lesson_name", [LESSON])
+@pytest.mark.parametrize("check_id", [CHECK, BACKWARD])
+def test_memory_case_results_fit_in_the_output_allowed_per_cell(lesson_name, check_id):
+    # The kernel sends back each result, and with unchanged_args every argument too, as cell output.
+    check = load_spec(LESSON).checks[check_id]
+    allowed = nbgrader_config().GuardedExecute.output_bytes_per_cell
+    for seed in range(3):
+        cases = list(check.cases(np.random.default_rng(seed)))
+        sent = []
+        for case in cases:
+            sent += [wire.encode(check.expected(case))]
+            sent += [wire.encode(a) for a in case.args] if check.unchanged_args else []
+        size = len(json.dumps(sent))
+        assert size < allowed * 0.97, f"{check_id}: {size} bytes of results and arguments; a cell may output {allowed}"
