@@ -27,6 +27,17 @@ exact for any input; for the other cases, whose keys are all distinct, it change
 Comparisons are tight (rtol 1e-9): a correct float64 kernel agrees to about 1e-13, while a float32
 score table, which is half the size and would fit in the memory limit, carries only about seven
 significant digits.
+
+`flash_attention_backward` is checked the same way. Its inputs include the forward's output O and
+row-wise log-sum-exp L, computed here from Q, K and V (one case rounds them as mixed-precision
+training saves them, so a backward that ignores them and recomputes the forward fails). The expected
+gradients are FlashAttention's backward equations evaluated on the saved O and L, over the distinct
+keys like the forward: the full attention backward's whenever O and L are the forward's. Its last
+case is the same kind of memory case (at least MEMORY_CASE_T queries and keys, d = dv = 1, 64
+distinct keys): a backward that builds any (Tq, Tk) float64 array, the probabilities, their
+gradient or the scores, raises MemoryError there, and a float32 table loses the precision. A
+blockwise backward recomputes every probability and its gradient, about 1.5 times the work of the
+forward pass over the same case.
 """
 
 import numpy as np
@@ -86,6 +97,150 @@ def online_softmax_attention_cases(rng):
     yield call(normal(Tq, 1), K, normal(Tk, 1), int(rng.integers(120, 180)))
 
 
+def online_softmax_merge(m_a, l_a, o_a, m_b, l_b, o_b):
+    # The state (m, l, o) of the union of two disjoint parts of the keys, each given relative to its own max.
+    m = np.maximum(m_a, m_b)
+    scale_a, scale_b = np.exp(m_a - m), np.exp(m_b - m)  # 0 for an empty state (m = -inf), which is never both
+    return m, l_a * scale_a + l_b * scale_b, o_a * scale_a + o_b * scale_b
+
+
+def _state(scores, values):
+    """The state of one part of the keys, from its scores (..., Tq, n) and values (..., n, dv)."""
+    m = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - m)
+    return m, e.sum(axis=-1, keepdims=True), e @ values
+
+
+def online_softmax_merge_cases(rng):
+    def states(lead, Tq, n_a, n_b, dv, scale=1.0, shift_b=0.0):
+        scores = rng.standard_normal((*lead, Tq, n_a + n_b)) * scale
+        scores[..., n_a:] += shift_b  # part B's scores moved up (or down) against part A's
+        values = rng.standard_normal((*lead, n_a + n_b, dv))
+        return call(*_state(scores[..., :n_a], values[..., :n_a, :]), *_state(scores[..., n_a:], values[..., n_a:, :]))
+
+    yield states((), 4, 3, 2, 3, shift_b=2.0)  # B holds the larger max for every query
+    yield states((), 4, 3, 2, 3, shift_b=-2.0)  # A holds it
+    yield states((), 6, 1, 5, 2)  # one key against five; either max may win
+    yield states((2, 3), 5, 4, 4, 2)  # batch and heads
+    yield states((), 3, 4, 3, 2, scale=1000.0)  # maxima thousands apart
+    # An empty part for some queries: A empty for queries 0 and 1, B empty for query 3.
+    m_a, l_a, o_a = _state(rng.standard_normal((4, 3)), rng.standard_normal((3, 2)))
+    m_b, l_b, o_b = _state(rng.standard_normal((4, 5)), rng.standard_normal((5, 2)))
+    m_a[:2], l_a[:2], o_a[:2] = -np.inf, 0.0, 0.0
+    m_b[3], l_b[3], o_b[3] = -np.inf, 0.0, 0.0
+    yield call(m_a, l_a, o_a, m_b, l_b, o_b)
+    for _ in range(3):
+        lead = [(), (2,), (2, 3)][int(rng.integers(3))]
+        Tq, n_a, n_b, dv = (int(n) for n in rng.integers(1, 9, size=4))
+        yield states(lead, Tq, n_a, n_b, dv, scale=float(rng.choice([1.0, 30.0])), shift_b=float(rng.normal(0, 3)))
+
+
+def _distinct_keys(K, V):
+    """The distinct rows of K (G, d), which distinct row each key is (Tk,), their counts (G,) and value sums (G, dv)."""
+    keys, which, counts = np.unique(K, axis=0, return_inverse=True, return_counts=True)
+    which = which.reshape(-1)
+    value_sums = np.zeros((len(keys), V.shape[-1]))
+    np.add.at(value_sums, which, V)
+    return keys, which, counts, value_sums
+
+
+def _row_chunks(Tq, G):
+    """Slices of query rows such that a chunk of scores over G distinct keys holds at most 4M numbers."""
+    rows = max(1, 2**22 // G)
+    return [slice(start, start + rows) for start in range(0, Tq, rows)]
+
+
+def _forward_with_lse(Q, K, V):
+    # O = softmax(Q K^T / sqrt(d)) V and L = log sum_j exp(Q K^T / sqrt(d)), per query row, exactly,
+    # over the distinct keys (a key occurring c times adds log c to its score's weight).
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    *lead, Tq, d = Q.shape
+    Tk, dv = K.shape[-2], V.shape[-1]
+    Qs, Ks, Vs = Q.reshape(-1, Tq, d), K.reshape(-1, Tk, d), V.reshape(-1, Tk, dv)  # leading axes flattened
+    O, L = np.empty((Qs.shape[0], Tq, dv)), np.empty((Qs.shape[0], Tq, 1))
+    for n in range(Qs.shape[0]):
+        keys, _, counts, value_sums = _distinct_keys(Ks[n], Vs[n])
+        for rows in _row_chunks(Tq, len(keys)):
+            scores = Qs[n, rows] @ keys.T / np.sqrt(d) + np.log(counts)  # (rows, G): log of each group's weight
+            top = scores.max(axis=1, keepdims=True)  # (rows, 1)
+            weights = np.exp(scores - top)  # (rows, G)
+            total = weights.sum(axis=1, keepdims=True)  # (rows, 1)
+            O[n, rows] = (weights / counts) @ value_sums / total  # each key of a group weighs weights / counts
+            L[n, rows] = top + np.log(total)
+    return O.reshape(*lead, Tq, dv), L.reshape(*lead, Tq, 1)
+
+
+def flash_attention_backward(Q, K, V, O, L, dO, block):
+    # FlashAttention's backward from the saved O and L, exactly, over the distinct keys (`block`
+    # cannot change the answer). With P_ij = exp(s_ij - L_i), the same for every key j of a group g,
+    # D_i = dO_i . O_i and dS_ij = P_ig (dO_i . v_j - D_i):
+    #   dV_j = sum_i P_ig dO_i,
+    #   dQ_i = sum_g P_ig k_g (dO_i . Vsum_g - c_g D_i) / sqrt(d),
+    #   dK_j = ((sum_i P_ig q_i dO_i^T) v_j - sum_i P_ig D_i q_i) / sqrt(d).
+    # When O and L are the forward's, these are the gradients of softmax(Q K^T / sqrt(d)) V.
+    Q, K, V, O, L, dO = (np.asarray(a, dtype=np.float64) for a in (Q, K, V, O, L, dO))
+    *lead, Tq, d = Q.shape
+    Tk, dv = K.shape[-2], V.shape[-1]
+    Qs, Ks, Vs = Q.reshape(-1, Tq, d), K.reshape(-1, Tk, d), V.reshape(-1, Tk, dv)  # leading axes flattened
+    Os, Ls, dOs = O.reshape(-1, Tq, dv), L.reshape(-1, Tq, 1), dO.reshape(-1, Tq, dv)
+    dQ, dK, dV = np.empty(Qs.shape), np.empty(Ks.shape), np.empty(Vs.shape)
+    for n in range(Qs.shape[0]):
+        keys, which, counts, value_sums = _distinct_keys(Ks[n], Vs[n])
+        G = len(keys)
+        dV_group = np.zeros((G, dv))  # sum_i P_ig dO_i
+        outer = np.zeros((G, d, dv))  # sum_i P_ig q_i dO_i^T
+        shift = np.zeros((G, d))  # sum_i P_ig D_i q_i
+        for rows in _row_chunks(Tq, G):
+            q, g_out = Qs[n, rows], dOs[n, rows]  # (r, d), (r, dv)
+            P = np.exp(q @ keys.T / np.sqrt(d) - Ls[n, rows])  # (r, G): the probability of one key of each group
+            D = (g_out * Os[n, rows]).sum(axis=1, keepdims=True)  # (r, 1)
+            dQ[n, rows] = (P * (g_out @ value_sums.T - D * counts)) @ keys / np.sqrt(d)  # (r, G) @ (G, d)
+            dV_group += P.T @ g_out
+            outer += np.einsum("ig,id,ie->gde", P, q, g_out)
+            shift += P.T @ (D * q)
+        dV[n] = dV_group[which]
+        dK[n] = (np.einsum("jde,je->jd", outer[which], Vs[n]) - shift[which]) / np.sqrt(d)
+    return dQ.reshape(Q.shape), dK.reshape(K.shape), dV.reshape(V.shape)
+
+
+def flash_attention_backward_cases(rng):
+    def normal(*shape):
+        return rng.standard_normal(shape)
+
+    def with_saved(Q, K, V, block):  # the forward's O and L, then an upstream gradient dO like O
+        O, L = _forward_with_lse(Q, K, V)
+        return call(Q, K, V, O, L, normal(*O.shape), block)
+
+    # Fixed edge cases: (Q, K, V, block).
+    yield with_saved(normal(7, 3), normal(7, 3), normal(7, 3), 3)  # Tk = 7 is not a multiple of the block
+    yield with_saved(normal(5, 4), normal(6, 4), normal(6, 2), 1)  # blocks of one key; Tq != Tk, dv != d
+    yield with_saved(normal(4, 2), normal(6, 2), normal(6, 3), 6)  # exactly one block
+    yield with_saved(normal(4, 2), normal(6, 2), normal(6, 3), 50)  # a block larger than Tk
+    yield with_saved(normal(2, 3, 4, 5), normal(2, 3, 9, 5), normal(2, 3, 9, 3), 4)  # batch and heads
+    yield with_saved(normal(1, 8), normal(13, 8), normal(13, 8), 5)  # one query against 13 keys
+    yield with_saved(normal(3, 6, 8) * 400.0, normal(3, 10, 8), normal(3, 10, 4), 3)  # scores in the thousands
+    # O saved in float16 and L in float32, as mixed-precision training keeps them: the backward
+    # uses them as saved, so one that recomputes the forward instead gets other numbers.
+    Q, K, V = normal(2, 6, 5), normal(2, 9, 5), normal(2, 9, 3)
+    O, L = _forward_with_lse(Q, K, V)
+    yield call(Q, K, V, O.astype(np.float16).astype(np.float64), L.astype(np.float32).astype(np.float64),
+               normal(2, 6, 3), 4)
+    # Random shapes.
+    for _ in range(3):
+        lead = [(), (2,), (2, 3)][int(rng.integers(3))]
+        Tq, Tk, d, dv = (int(n) for n in rng.integers(1, 17, size=4))
+        block = int(rng.integers(1, Tk + 4))
+        yield with_saved(normal(*lead, Tq, d), normal(*lead, Tk, d), normal(*lead, Tk, dv), block)
+    # The memory case: no (Tq, Tk) array fits in a graded kernel (see the module docstring).
+    Tq, Tk = (int(n) for n in rng.integers(MEMORY_CASE_T, MEMORY_CASE_T + 100, size=2))
+    distinct = normal(MEMORY_CASE_DISTINCT_KEYS, 1)
+    K = distinct[rng.integers(0, MEMORY_CASE_DISTINCT_KEYS, size=Tk)]  # (Tk, 1)
+    Q, V = normal(Tq, 1), normal(Tk, 1)
+    O, L = _forward_with_lse(Q, K, V)
+    # O and L saved in float32, as training often keeps them.
+    yield call(Q, K, V, O.astype(np.float32), L.astype(np.float32), normal(Tq, 1), int(rng.integers(120, 180)))
+
+
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
 
@@ -130,5 +285,12 @@ CHECKS = {
     "test_online_softmax_attention": Check("online_softmax_attention", online_softmax_attention,
                                            online_softmax_attention_cases, unchanged_args=True,
                                            compare=Same(rtol=1e-9, atol=1e-10), strict_floats=True),
+    "test_online_softmax_merge": Check("online_softmax_merge", online_softmax_merge, online_softmax_merge_cases,
+                                       unchanged_args=True, compare=Same(rtol=1e-10, atol=1e-12), strict_floats=True),
     "test_kv_cache_bytes": Check("kv_cache_bytes", kv_cache_bytes, kv_cache_bytes_cases),
+    # unchanged_args would send all six arguments of the memory case back with the three gradients,
+    # more than a cell may output; the visible checks test that the inputs are left unchanged.
+    "test_flash_attention_backward": Check("flash_attention_backward", flash_attention_backward,
+                                           flash_attention_backward_cases, compare=Same(rtol=1e-9, atol=1e-10),
+                                           strict_floats=True),
 }
