@@ -4,15 +4,20 @@ Students read the test cells. A visible check may test properties and small hand
 but a function it defines, or an expression it computes from the exercise's own arguments, must not
 be a working answer to any exercise of the lesson. Each candidate found in a test cell's visible part
 is run, in this process, on one grading run's hidden inputs of every Check of the lesson's trusted
-spec: a candidate that matches the reference on all of them is an answer.
+spec: a candidate that matches the reference on all of them is an answer. A candidate sees NumPy and
+the lesson's provided functions as the spec knows them (`replace_globals`), and gets a few seconds
+per case: one that cannot finish a case in that time could not finish it in the test cell either
+(the hidden tests include cases too large to differentiate numerically, for example).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import copy
 import inspect
+import signal
 import warnings
 
 import nbformat
@@ -70,6 +75,27 @@ def expression_answers(source: str, parameters: list[str], scope: dict) -> dict[
     return found
 
 
+CASE_SECONDS = 3.0  # the references take milliseconds on every hidden case
+
+
+class OutOfTime(BaseException):  # not an Exception: a candidate's own `except Exception` cannot swallow it
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    def expire(signum, frame):
+        raise OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def with_generators(value):
     if isinstance(value, Rng):
         return value.generator()
@@ -86,9 +112,11 @@ def passes(check: Check, cases: list[Case], candidate) -> bool:
         expected = check.expected(copy.deepcopy(case))
         args, kwargs = with_generators(copy.deepcopy((case.args, case.kwargs)))
         try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
+            with warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(CASE_SECONDS):
                 warnings.simplefilter("ignore")
                 got = candidate(*args, **kwargs)
+        except OutOfTime:
+            return False
         except Exception as error:  # noqa: BLE001 (a candidate that raises is not an answer)
             if case.expect_raise is None or not isinstance(error, case.expect_raise):
                 return False
@@ -105,12 +133,13 @@ def passes(check: Check, cases: list[Case], candidate) -> bool:
 
 def answers_in_test_cells(lesson: str) -> list[str]:
     spec = load_spec(lesson)
+    provided = {name: f for check in spec.checks.values() for name, f in check.replace_globals.items()}
     found = []
     for grade_id, source in visible_sources(lesson).items():
         for answered_id, check in spec.checks.items():
             if check.tensors or check.fixed_inputs:
                 continue  # PyTorch functions, and quizzes whose keys are no function of inputs
-            scope = {"np": np, "numpy": np, **check.replace_globals}
+            scope = {"np": np, "numpy": np, **{n: f for n, f in provided.items() if n != check.function}}
             parameters = list(inspect.signature(check.reference).parameters)
             candidates = defined_functions(source, scope) | expression_answers(source, parameters, scope)
             cases = list(check.cases(seeded(0, answered_id)))
