@@ -720,10 +720,12 @@ def check_attention(Q, K, V, scores):
     assert np.allclose(out, weights @ V), "out should be weights @ V: each output row averages the value rows"
 
 
-check_attention(Q, K, V, scores)  # the lesson's (T, D) arrays, and section 2's (T, T) scores
 _check_rng = np.random.default_rng(7)
-# A batch whose scores are known without a product: when key j is the unit vector e_j, q_i . k_j is
-# entry j of q_i, so the scores are Q itself. (B, T, d_k) = (2, 4, 4); V is (B, T, d_v) = (2, 4, 5).
+# Scores known without a product: when key j is the unit vector e_j, q_i . k_j is entry j of q_i, so the
+# scores are Q itself. First one sequence, (T, d_k) = (4, 4), with V (T, d_v) = (4, 5).
+_Q = _check_rng.standard_normal((4, 4))
+check_attention(_Q, np.eye(4), _check_rng.standard_normal((4, 5)), _Q)
+# A batch of the same kind: (B, T, d_k) = (2, 4, 4); V is (B, T, d_v) = (2, 4, 5).
 _Q = _check_rng.standard_normal((2, 4, 4))
 check_attention(_Q, np.broadcast_to(np.eye(4), (2, 4, 4)).copy(), _check_rng.standard_normal((2, 4, 5)), _Q)
 # d_k = 3 != T = 4: keys e_0, e_1, e_2, e_0, so score (i, j) is entry 0, 1, 2, 0 of q_i.

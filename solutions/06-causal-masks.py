@@ -858,6 +858,8 @@ def check_causal_mask(T):
         f"the mask should hold booleans, got dtype {got.dtype}: compare positions (<=), or pass dtype=bool "
         "(np.where and & treat numbers differently from booleans)")
     expected = np.array([[c == "1" for c in row] for row in _BY_HAND[T]])  # (T, T) booleans
+    if np.array_equal(got, expected):
+        return
     if np.array_equal(got, expected.T) and T > 1:
         raise AssertionError("True above the diagonal: that lets every query see the future. The allowed "
                              "entries are on and BELOW the diagonal (row t = query, column s = key, s <= t)")
@@ -866,7 +868,7 @@ def check_causal_mask(T):
                              "row 0 would have nothing to attend to")
     if np.array_equal(got, ~expected):
         raise AssertionError("the mask is inverted: True must mean 'may attend' (s <= t), not 'blocked'")
-    assert np.array_equal(got, expected), "entry (t, s) should be True exactly when s <= t"
+    raise AssertionError("entry (t, s) should be True exactly when s <= t")
 
 
 for _T in (2, 1, 6):

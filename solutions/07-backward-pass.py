@@ -824,27 +824,24 @@ def _central_differences(f, x, eps=1e-5):
     return grad
 
 
-def _softmax_backward_by_differences(A, dA):
-    """dS by central differences of sum(softmax(S) * dA) at S = log A, used in place of yours while
-    attention_backward is checked. Two softmaxes per score: fine for these small heads, far too slow
-    for real sizes."""
-    S = np.log(A)  # softmax(log A) = A: scores that give these weights
-    return _central_differences(lambda: np.sum(softmax(S) * dA), S)
-
-
 def check_attention_backward(Q, K, V, dOut):
     """Visible check with a hint for the usual mistakes: compares with central differences of the forward pass."""
     inputs = [Q.copy(), K.copy(), V.copy(), dOut.copy()]
-    students_softmax_backward = globals().get("softmax_backward")
-    globals()["softmax_backward"] = _softmax_backward_by_differences  # Exercise 1 is graded on its own
+    try:  # Exercise 1's worked example: A = [0.25, 0.75], dA = [2, 0] give dS = [0.375, -0.375]
+        worked = softmax_backward(np.array([[0.25, 0.75]]), np.array([[2.0, 0.0]]))
+        softmax_backward_ok = np.allclose(np.asarray(worked, dtype=float), [[0.375, -0.375]])
+    except Exception:  # noqa: BLE001 (any failure of Exercise 1 means: skip, do not fail this cell)
+        softmax_backward_ok = False
+    if not softmax_backward_ok:  # when graded, this exercise is checked with a correct softmax_backward in place of yours
+        print(f"inputs of shape {Q.shape}: skipped, because your softmax_backward fails Exercise 1's worked "
+              "example: fix Exercise 1 first, then run this cell again")
+        return
     try:
         got = attention_backward(Q, K, V, dOut)
     except ValueError as error:
         raise AssertionError(f"attention_backward failed on inputs of shape {Q.shape} ({error}). Transpose "
                              "only the last two axes, np.swapaxes(M, -1, -2), whatever the leading axes: M.T "
                              "reverses ALL axes, and M.transpose(0, 1, 3, 2) assumes exactly four") from None
-    finally:
-        globals()["softmax_backward"] = students_softmax_backward
     assert all(np.array_equal(x, y) for x, y in zip((Q, K, V, dOut), inputs, strict=True)), (
         "attention_backward modified its inputs")
     assert isinstance(got, tuple) and len(got) == 3, "attention_backward should return a tuple (dQ, dK, dV)"

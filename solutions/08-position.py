@@ -961,7 +961,7 @@ def check_apply_rope(x, positions, *base, **named_base):
     assert np.array_equal(given, x), "apply_rope modified its input x: write the rotated pairs into a new array"
     assert isinstance(got, np.ndarray), f"apply_rope should return a NumPy array, got {type(got).__name__}"
     assert got.shape == x.shape, f"the output should have x's shape {x.shape}, got {got.shape}"
-    by_hand = np.array_equal(x, _X_BY_HAND) and np.array_equal(positions, _P_BY_HAND)
+    by_hand = x.shape == _X_BY_HAND.shape and np.array_equal(x, _X_BY_HAND) and np.array_equal(positions, _P_BY_HAND)
     if by_hand and not np.allclose(got, _ROPE_BY_HAND[None]):
         for mistake, table in _ROPE_BY_HAND.items():
             if mistake is not None and np.allclose(got, table):
