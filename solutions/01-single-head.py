@@ -673,17 +673,18 @@ print("the reversed sequence's output is the output reversed (section 6):",
       np.allclose(out_batch[1], out_batch[0][::-1], rtol=0, atol=1e-15))
 
 # %% nbgrader={"grade": true, "grade_id": "test_attention", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-def _softmax_for_checks(x, axis=-1):
-    """A known-good softmax, used in place of yours while your attention is checked."""
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
+def _textbook_softmax(x, axis=-1):
+    """Section 3's softmax, with nothing subtracted: right for the small scores below, and it overflows on
+    large ones. Used in place of yours while your attention is checked, so Exercise 1 is graded on its own."""
+    e = np.exp(x)
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def check_attention(Q, K, V):
-    """Visible check with a hint for the usual mistakes."""
+def check_attention(Q, K, V, scores):
+    """Visible check with a hint for the usual mistakes. scores: Q K^T for these inputs, worked out beforehand."""
     inputs = [Q.copy(), K.copy(), V.copy()]
     students_softmax = globals().get("softmax")
-    globals()["softmax"] = _softmax_for_checks  # Exercise 1 is graded on its own
+    globals()["softmax"] = _textbook_softmax  # Exercise 1 is graded on its own
     try:
         result = attention(Q, K, V)
     except ValueError as error:
@@ -704,25 +705,32 @@ def check_attention(Q, K, V):
         raise AssertionError("the pair is in the wrong order: return (out, weights)")
     assert weights.shape == (*batch, T, T), f"weights should be (..., T, T) = {(*batch, T, T)}, got {weights.shape}"
     assert out.shape == (*batch, T, d_v), f"out should be (..., T, d_v) = {(*batch, T, d_v)}, got {out.shape}"
-    scores = Q @ np.swapaxes(K, -2, -1)  # (..., T, T)
-    expected = _softmax_for_checks(scores, axis=-1)
+    expected = _textbook_softmax(scores, axis=-1)  # (..., T, T)
     if not np.allclose(weights.sum(axis=-1), 1.0) and np.allclose(weights.sum(axis=-2), 1.0):
         raise AssertionError("weights are normalised over the queries (columns sum to 1): "
                              "softmax runs over the LAST axis, the keys")
     if not np.allclose(weights, expected):
-        if np.allclose(weights, _softmax_for_checks(scores / np.sqrt(Q.shape[-1]), axis=-1)):
+        if np.allclose(weights, _textbook_softmax(scores / np.sqrt(Q.shape[-1]), axis=-1)):
             raise AssertionError("you divided the scores by sqrt(d_k): Lesson 1's attention is unscaled "
                                  "(the scale is Lesson 2's subject)")
-        if np.allclose(weights, _softmax_for_checks(np.swapaxes(scores, -2, -1), axis=-1)):
+        if np.allclose(weights, _textbook_softmax(np.swapaxes(scores, -2, -1), axis=-1)):
             raise AssertionError("scores are transposed: entry (i, j) must be q_i . k_j, i.e. Q @ K^T, not K @ Q^T")
         raise AssertionError("weights should be softmax(Q @ K^T) over the last axis")
     assert np.allclose(out, weights @ V), "out should be weights @ V: each output row averages the value rows"
 
 
-check_attention(Q, K, V)  # the lesson's (T, D) arrays
 _check_rng = np.random.default_rng(7)
-check_attention(_check_rng.standard_normal((2, 4, 3)), _check_rng.standard_normal((2, 4, 3)),
-                _check_rng.standard_normal((2, 4, 5)))  # a batch: (B, T, d_k), (B, T, d_k), (B, T, d_v)
+# Scores known without a product: when key j is the unit vector e_j, q_i . k_j is entry j of q_i, so the
+# scores are Q itself. First one sequence, (T, d_k) = (4, 4), with V (T, d_v) = (4, 5).
+_Q = _check_rng.standard_normal((4, 4))
+check_attention(_Q, np.eye(4), _check_rng.standard_normal((4, 5)), _Q)
+# A batch of the same kind: (B, T, d_k) = (2, 4, 4); V is (B, T, d_v) = (2, 4, 5).
+_Q = _check_rng.standard_normal((2, 4, 4))
+check_attention(_Q, np.broadcast_to(np.eye(4), (2, 4, 4)).copy(), _check_rng.standard_normal((2, 4, 5)), _Q)
+# d_k = 3 != T = 4: keys e_0, e_1, e_2, e_0, so score (i, j) is entry 0, 1, 2, 0 of q_i.
+_Q = _check_rng.standard_normal((2, 4, 3))
+_K = np.broadcast_to(np.eye(3)[[0, 1, 2, 0]], (2, 4, 3)).copy()  # (B, T, d_k)
+check_attention(_Q, _K, _check_rng.standard_normal((2, 4, 5)), _Q[..., [0, 1, 2, 0]])
 print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.

@@ -17,8 +17,8 @@
 # # Lesson 6: Who may look at whom: causal and padding masks
 #
 # The layer you built in Lessons 1 to 4 lets every position attend to every other position,
-# later ones included. Lesson 5 measured it: when one input position changed, every output
-# position moved. A language model that predicts token $t+1$ from tokens $0, \dots, t$ must not
+# later ones included: change one input position and every output position moves (Section 5
+# measures it). A language model that predicts token $t+1$ from tokens $0, \dots, t$ must not
 # read token $t+1$ while it does so, or it learns to copy the answer. A **mask** says, for every
 # query position $t$ and key position $s$, whether $t$ may look at $s$.
 #
@@ -472,7 +472,7 @@ plt.show()
 # ## 5. Leakage made visible
 #
 # The mask's promise is about **outputs**: output position $t$ must not depend on any token
-# $s > t$. Test it like Lesson 5 did: add 1 to every feature of input position $s$, run the layer
+# $s > t$. Test it directly: add 1 to every feature of input position $s$, run the layer
 # again, and record how far output position $t$ moved,
 #
 # $$I_{ts} = \max_{b,\, c} \left| \text{out}(X + \mathbf{1}_s)_{btc} - \text{out}(X)_{btc} \right| ,$$
@@ -634,8 +634,8 @@ print("0.0 * nan =", 0.0 * np.nan)
 #    A fully masked row is then constant, and the softmax makes it uniform: the row attends
 #    equally to every key, blocked ones included.
 # 2. **Zero weights.** Detect the rows with no allowed key and set their weights, and so their
-#    output, to 0. PyTorch's `torch.nn.functional.scaled_dot_product_attention` returns zeros
-#    for such rows.
+#    output, to 0. PyTorch's `torch.nn.functional.scaled_dot_product_attention` has returned
+#    zeros for such rows since release 2.5 (October 2024); earlier releases return NaN there.
 #
 # Both agree with $-\infty$ on every row that has an allowed key. Compare them on the left-padded
 # batch, starting from the scores of the layer above:
@@ -836,27 +836,42 @@ def causal_mask(T):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_causal_mask", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+_BY_HAND = {  # the masks for T = 1, 2 and 6, written out row by row: row t = query t, column s = key s
+    1: ["1"],
+    2: ["10",
+        "11"],
+    6: ["100000",
+        "110000",
+        "111000",
+        "111100",
+        "111110",
+        "111111"],
+}
+
+
 def check_causal_mask(T):
-    """Visible check with a hint for the usual mistakes."""
+    """Visible check with a hint for the usual mistakes, against the mask written out by hand."""
     got = causal_mask(T)
     assert isinstance(got, np.ndarray), f"causal_mask should return a NumPy array, got {type(got).__name__}"
     assert got.shape == (T, T), f"causal_mask({T}) should have shape {(T, T)}, got {got.shape}"
     assert got.dtype == bool, (
-        f"the mask should hold booleans, got dtype {got.dtype}: np.tril(np.ones((T, T))) is float, "
-        "pass dtype=bool (np.where and & treat numbers differently from booleans)")
-    lower = np.tril(np.ones((T, T), dtype=bool))
-    if np.array_equal(got, lower.T) and T > 1:
+        f"the mask should hold booleans, got dtype {got.dtype}: compare positions (<=), or pass dtype=bool "
+        "(np.where and & treat numbers differently from booleans)")
+    expected = np.array([[c == "1" for c in row] for row in _BY_HAND[T]])  # (T, T) booleans
+    if np.array_equal(got, expected):
+        return
+    if np.array_equal(got, expected.T) and T > 1:
         raise AssertionError("True above the diagonal: that lets every query see the future. The allowed "
                              "entries are on and BELOW the diagonal (row t = query, column s = key, s <= t)")
-    if np.array_equal(got, np.tril(np.ones((T, T), dtype=bool), k=-1)):
+    if np.array_equal(got, expected & ~np.eye(T, dtype=bool)):
         raise AssertionError("the diagonal is blocked: query t may attend to itself (s <= t, not s < t); "
                              "row 0 would have nothing to attend to")
-    if np.array_equal(got, ~lower):
+    if np.array_equal(got, ~expected):
         raise AssertionError("the mask is inverted: True must mean 'may attend' (s <= t), not 'blocked'")
-    assert np.array_equal(got, lower), "entry (t, s) should be True exactly when s <= t"
+    raise AssertionError("entry (t, s) should be True exactly when s <= t")
 
 
-for _T in (1, 2, T):
+for _T in (2, 1, 6):
     check_causal_mask(_T)
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
@@ -884,6 +899,9 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # - a fully masked row gets weights 0 and output 0 (Section 7's convention), with no NaN and **no
 #   floating-point warning** (the tests turn NumPy's warnings into errors, so an `-inf - (-inf)`
 #   fails even if you fix its NaN afterwards);
+# - avoid the warnings rather than silence them: the function may **not change NumPy's
+#   floating-point settings** (no `np.errstate`, `np.seterr` or `np.seterrcall` inside it), and
+#   the tests fail a call that tries;
 # - the inputs are not modified.
 
 # %% nbgrader={"grade": false, "grade_id": "masked_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -927,9 +945,22 @@ print("real positions of layer 1 equal the -inf layer's:", np.allclose(layer1[ke
 def check_masked_attention(Q, K, V, mask):
     """Visible check with a hint for the usual mistakes: the properties that define the weights."""
     inputs = [np.array(a, copy=True) for a in (Q, K, V, mask)]
+    settings = {name: getattr(np, name) for name in ("errstate", "seterr", "seterrcall")}
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("masked_attention changed NumPy's floating-point settings (np.errstate, np.seterr or "
+                             "np.seterrcall), which this exercise forbids: avoid the warning instead of silencing "
+                             "it (replace a fully masked row's -inf maximum by 0, divide a zero row sum by 1)")
+
     try:
         with np.errstate(divide="raise", over="raise", invalid="raise"):
-            result = masked_attention(Q, K, V, mask)
+            for name in settings:
+                setattr(np, name, refuse)
+            try:
+                result = masked_attention(Q, K, V, mask)
+            finally:
+                for name, function in settings.items():
+                    setattr(np, name, function)
     except FloatingPointError as error:
         raise AssertionError(
             f"a floating-point warning was raised ({error}). On a fully masked row the maximum is -inf and "
@@ -1045,33 +1076,28 @@ print("equals the causal pass's per-head output, to 1e-12:",
       np.allclose(decoded, cache_causal["per_head"], rtol=0, atol=1e-12))
 
 # %% nbgrader={"grade": true, "grade_id": "test_decode_step", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-def _causal_rows_for_checks(Q, K, V):
-    """Every row of the full causal pass, computed directly: (..., T, d_v)."""
-    T_ = Q.shape[-2]
-    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # (..., T, T)
-    scores = np.where(np.tril(np.ones((T_, T_), dtype=bool)), scores, -np.inf)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return (e / e.sum(axis=-1, keepdims=True)) @ V
+def check_decode_step(Q, K, V, expected=None):
+    """Decode Q, K, V (..., T, d) one position at a time from an empty cache and check every step.
 
-
-def check_decode_step(Q, K, V):
-    """Decode Q, K, V (..., T, d) one position at a time from an empty cache; compare every step."""
+    expected: the outputs (..., T, d_v) worked out by hand for these inputs, or None to check only
+    the caches and shapes.
+    """
     *lead, T_, d_k = Q.shape
     d_v = V.shape[-1]
-    expected = _causal_rows_for_checks(Q, K, V)
     K_cache, V_cache = np.zeros((*lead, 0, d_k)), np.zeros((*lead, 0, d_v))
     for t in range(T_):
         q_t, k_t, v_t = Q[..., t:t + 1, :], K[..., t:t + 1, :], V[..., t:t + 1, :]
         before = [K_cache.copy(), V_cache.copy()]
         try:
-            with np.errstate(divide="raise", invalid="raise"):
+            with np.errstate(divide="raise", over="raise", invalid="raise"):
                 result = decode_step(K_cache, V_cache, q_t, k_t, v_t)
         except (ValueError, FloatingPointError) as error:
             if t == 0:
                 raise AssertionError(f"decode_step failed on an empty cache ({type(error).__name__}: {error}): "
                                      "append k_t and v_t to the caches BEFORE attending, so the newest query "
                                      "has at least itself to look at") from None
-            raise
+            raise AssertionError(f"step {t}: {type(error).__name__} ({error}). With large scores np.exp "
+                                 "overflows: subtract the row's maximum score before exponentiating") from None
         assert isinstance(result, tuple) and len(result) == 3, "return the triple (K_cache_new, V_cache_new, out_t)"
         K_new, V_new, out_t = (np.asarray(r) for r in result)
         assert np.array_equal(K_cache, before[0]) and np.array_equal(V_cache, before[1]), (
@@ -1082,22 +1108,31 @@ def check_decode_step(Q, K, V):
         assert np.array_equal(K_new, K[..., :t + 1, :]) and np.array_equal(V_new, V[..., :t + 1, :]), (
             "the new caches should be the old ones with k_t and v_t appended at the end (axis -2)")
         assert out_t.shape == (*lead, 1, d_v), f"out_t should be (..., 1, d_v) = {(*lead, 1, d_v)}, got {out_t.shape}"
-        if not np.allclose(out_t, expected[..., t:t + 1, :], atol=1e-10):
-            if t > 0:
-                w_old = q_t @ np.swapaxes(K[..., :t, :], -1, -2) / np.sqrt(d_k)
-                w_old = np.exp(w_old - w_old.max(axis=-1, keepdims=True))
-                stale = (w_old / w_old.sum(axis=-1, keepdims=True)) @ V[..., :t, :]
-                if np.allclose(out_t, stale, atol=1e-10):
-                    raise AssertionError(f"step {t}: the output attends to the OLD cache only. Append k_t and v_t "
-                                         "first: the newest query may (and must) see itself")
-            raise AssertionError(f"step {t}: out_t differs from row {t} of the full causal pass. "
-                                 "out_t = softmax(q_t K_new^T / sqrt(d_k)) V_new, with no mask")
+        if expected is not None and not np.allclose(out_t, expected[..., t:t + 1, :], atol=1e-10):
+            raise AssertionError(
+                f"step {t}: out_t should be {np.round(expected[..., t, :], 4).tolist()}, got "
+                f"{np.round(out_t[..., 0, :], 4).tolist()}. out_t = softmax(q_t K_new^T / sqrt(d_k)) V_new, with "
+                "k_t and v_t appended first (the newest query sees itself) and no mask")
         K_cache, V_cache = K_new, V_new
 
 
-check_decode_step(cache_causal["Q"], cache_causal["K"], cache_causal["V"])  # the lesson's (B, h, T, hs)
+# A zero query scores every key 0, so step t averages the t + 1 values seen so far, equally.
 _rng = np.random.default_rng(606)
-check_decode_step(_rng.standard_normal((5, 8)), _rng.standard_normal((5, 8)), _rng.standard_normal((5, 3)))  # no batch axes
+_V = _rng.standard_normal((2, 5, 3))  # (B, T, d_v)
+check_decode_step(np.zeros((2, 5, 8)), _rng.standard_normal((2, 5, 8)), _V,
+                  expected=np.cumsum(_V, axis=-2) / np.arange(1, 6)[:, None])  # running means, (B, T, d_v)
+# Two positions, d_k = 8. Step 0 sees only itself: v_0. At step 1, q_1 . k_1 - q_1 . k_0 = sqrt(8) ln 3,
+# so the scaled scores differ by ln 3 and the weights are 1/4 and 3/4 (unscaled, 1 : 3^sqrt(8)).
+_k1 = np.zeros(8)
+_k1[0] = np.sqrt(8) * np.log(3)
+check_decode_step(np.array([[0.0] * 8, [1.0] + [0.0] * 7]), np.array([[0.0] * 8, _k1]),
+                  np.array([[1.0, 0.0], [0.0, 1.0]]), expected=np.array([[1.0, 0.0], [0.25, 0.75]]))
+# Scaled scores of 800 and 1600: np.exp(1600) overflows unless the row's maximum is subtracted; the
+# weight on key 1 is 1 - e^-800, which is 1 in float64.
+check_decode_step(np.array([[0.0] * 8, [800 * np.sqrt(8)] + [0.0] * 7]),
+                  np.array([[1.0] + [0.0] * 7, [2.0] + [0.0] * 7]),
+                  np.array([[1.0, 0.0], [0.0, 1.0]]), expected=np.array([[1.0, 0.0], [0.0, 1.0]]))
+check_decode_step(cache_causal["Q"], cache_causal["K"], cache_causal["V"])  # the lesson's (B, h, T, hs): caches
 print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -1142,5 +1177,6 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # $10^{-12}$, and the multiply-adds counted during the run matched the formulas
 # $B(4LC^2 + 2L^2C)$ per step for recomputing and $B(4C^2 + 2LC)$ with the cache.
 #
-# **Next:** the masked multi-head layer is the attention half of a GPT block; the rest of the block
-# is built around it.
+# **Next:** Lesson 7 computes the gradients of attention by hand, the backward pass that training
+# needs. The masked multi-head layer is the attention half of a GPT block; Lesson 11, "The
+# transformer block", builds the rest of the block around it.

@@ -805,7 +805,7 @@ for scheme in start:
 # for an even width $d$, the same numbers as `sinusoidal_loop`, but with no Python loop: build the
 # `(T, d/2)` table of angles $t\,\omega_i$ by broadcasting a column of positions against a row of
 # frequencies, and write the sines into the even columns and the cosines into the odd ones
-# (`pe[:, 0::2]`, `pe[:, 1::2]`).
+# (`pe[:, 0::2]`, `pe[:, 1::2]`). Do not call `sinusoidal_loop`: the tests fail a call that does.
 
 # %% nbgrader={"grade": false, "grade_id": "sinusoidal_encoding", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sinusoidal_encoding(T, d):
@@ -825,45 +825,54 @@ def sinusoidal_encoding(T, d):
 print("sinusoidal_encoding(64, 32) == section 2's table:", np.allclose(sinusoidal_encoding(64, 32), pe_table))
 
 # %% nbgrader={"grade": true, "grade_id": "test_sinusoidal_encoding", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-def _pe_variant(T, d, exponent="2i/d", swap=False, start=0):
-    """The table as the formula defines it, and the usual mistakes, for the hints (loops are fine here)."""
-    pe = np.zeros((T, d))
-    for t in range(start, start + T):
-        for j in range(d):
-            i = j // 2
-            power = {"2i/d": 2 * i / d, "i/d": i / d, "j/d": j / d}[exponent]
-            use_sin = (j % 2 == 0) != swap
-            pe[t - start, j] = np.sin(t / 10000 ** power) if use_sin else np.cos(t / 10000 ** power)
-    return pe
+# T = 2, d = 4, worked by hand: omega_0 = 10000^0 = 1 and omega_1 = 10000^(-2/4) = 0.01, so row 1 is
+# [sin 1, cos 1, sin 0.01, cos 0.01]; row 0 is [sin 0, cos 0, sin 0, cos 0]. The usual mistakes give:
+_PE_2_4 = {
+    None: [[0, 1, 0, 1], [np.sin(1), np.cos(1), np.sin(0.01), np.cos(0.01)]],
+    "sin and cos are swapped: even features 2i hold the sine, odd features 2i+1 the cosine":
+        [[1, 0, 1, 0], [np.cos(1), np.sin(1), np.cos(0.01), np.sin(0.01)]],
+    "all the sines come first and all the cosines after ([sin | cos]): this lesson interleaves them, sin in "
+    "feature 2i and cos in feature 2i+1 (pe[:, 0::2], pe[:, 1::2])":
+        [[0, 0, 1, 1], [np.sin(1), np.sin(0.01), np.cos(1), np.cos(0.01)]],
+    "positions start at 0: row 0 must be [0, 1, 0, 1, ...] (sin 0, cos 0, ...)":
+        [[np.sin(1), np.cos(1), np.sin(0.01), np.cos(0.01)], [np.sin(2), np.cos(2), np.sin(0.02), np.cos(0.02)]],
+    "the exponent is 2i/d, where i = 0 .. d/2 - 1 counts the pairs: 10000 ** (np.arange(0, d, 2) / d), "
+    "not 10000 ** (np.arange(d // 2) / d)":
+        [[0, 1, 0, 1], [np.sin(1), np.cos(1), np.sin(0.1), np.cos(0.1)]],
+    "features 2i and 2i+1 share one frequency, 10000^(-2i/d): the exponent uses the pair index i, "
+    "not the feature index":
+        [[0, 1, 0, 1], [np.sin(1), np.cos(0.1), np.sin(0.01), np.cos(0.001)]],
+}
 
 
-def check_sinusoidal_encoding(T, d):
-    """Visible check with a hint for the usual mistakes."""
-    got = sinusoidal_encoding(T, d)
+def _refuse_the_loop(T, d):
+    raise AssertionError("sinusoidal_encoding called sinusoidal_loop, which the exercise forbids: build the table "
+                         "by broadcasting")
+
+
+def check_sinusoidal_encoding(T, d, expected):
+    """Visible check with a hint for the usual mistakes. expected: the (T, d) table to compare with."""
+    lesson_loop = globals()["sinusoidal_loop"]
+    globals()["sinusoidal_loop"] = _refuse_the_loop  # the exercise asks for the table without it
+    try:
+        got = sinusoidal_encoding(T, d)
+    finally:
+        globals()["sinusoidal_loop"] = lesson_loop
     assert isinstance(got, np.ndarray), f"sinusoidal_encoding should return a NumPy array, got {type(got).__name__}"
     if got.shape == (d, T) and T != d:
         raise AssertionError(f"got shape {got.shape}: rows are positions and columns features, (T, d) = {(T, d)}")
     assert got.shape == (T, d), f"expected shape (T, d) = {(T, d)}, got {got.shape}"
-    expected = _pe_variant(T, d)
-    if not np.allclose(got, expected):
-        if np.allclose(got, _pe_variant(T, d, swap=True)):
-            raise AssertionError("sin and cos are swapped: even features 2i hold the sine, odd features 2i+1 the cosine")
-        if np.allclose(got, np.concatenate([expected[:, 0::2], expected[:, 1::2]], axis=1)):
-            raise AssertionError("all the sines come first and all the cosines after ([sin | cos]): this lesson "
-                                 "interleaves them, sin in feature 2i and cos in feature 2i+1 (pe[:, 0::2], pe[:, 1::2])")
-        if np.allclose(got, _pe_variant(T, d, start=1)):
-            raise AssertionError("positions start at 0: row 0 must be [0, 1, 0, 1, ...] (sin 0, cos 0, ...)")
-        if np.allclose(got, _pe_variant(T, d, exponent="i/d")):
-            raise AssertionError("the exponent is 2i/d, where i = 0 .. d/2 - 1 counts the pairs: "
-                                 "10000 ** (np.arange(0, d, 2) / d), not 10000 ** (np.arange(d // 2) / d)")
-        if np.allclose(got, _pe_variant(T, d, exponent="j/d")):
-            raise AssertionError("features 2i and 2i+1 share one frequency, 10000^(-2i/d): the exponent uses the "
-                                 "pair index i, not the feature index")
-        raise AssertionError("values differ from PE(t, 2i) = sin(t / 10000^(2i/d)), PE(t, 2i+1) = cos(t / 10000^(2i/d))")
+    if not np.allclose(got, expected) and (T, d) == (2, 4):
+        for mistake, table in _PE_2_4.items():
+            if mistake is not None and np.allclose(got, table):
+                raise AssertionError(mistake)
+    assert np.allclose(got, expected), (
+        "values differ from PE(t, 2i) = sin(t / 10000^(2i/d)), PE(t, 2i+1) = cos(t / 10000^(2i/d))")
 
 
-check_sinusoidal_encoding(64, 32)  # section 2's table
-check_sinusoidal_encoding(8, 16)  # section 2's eight tokens
+check_sinusoidal_encoding(2, 4, _PE_2_4[None])  # worked by hand above
+check_sinusoidal_encoding(64, 32, pe_table)  # section 2's table, from sinusoidal_loop
+check_sinusoidal_encoding(8, 16, sinusoidal_loop(8, 16))  # section 2's eight tokens
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -885,7 +894,8 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # Requirements:
 #
 # - no `(d, d)` matrices: work on the even and odd features (`x[..., 0::2]`, `x[..., 1::2]`) with
-#   a `(T, d/2)` table of angles, which broadcasts over the leading axes;
+#   a `(T, d/2)` table of angles, which broadcasts over the leading axes (the tests fail a call of
+#   section 4's `rope_matrices` or `rope_rotate`);
 # - the interleaved pairing $(2i, 2i+1)$ of this lesson (not the half-split one);
 # - `x` itself is not modified.
 
@@ -909,49 +919,70 @@ def apply_rope(x, positions, base=10000):
 print("apply_rope == section 4's rotation on the pairing example:", np.allclose(apply_rope(x_pairs, pos8), inter))
 
 # %% nbgrader={"grade": true, "grade_id": "test_apply_rope", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-def _rope_variant(x, positions, base=10000.0, pairing="interleaved", sign=1.0, exponent=2.0):
-    """A known-good RoPE (each pair as a complex number, turned by e^(i angle)), and the usual mistakes."""
-    d = x.shape[-1]
-    theta = float(base) ** (-exponent * np.arange(d // 2) / d)  # (d/2,)
-    angles = sign * np.asarray(positions, dtype=float)[:, None] * theta  # (T, d/2)
-    if pairing == "interleaved":
-        first, second = np.arange(0, d, 2), np.arange(1, d, 2)
-    else:
-        first, second = np.arange(d // 2), np.arange(d // 2, d)
-    turned = (x[..., first] + 1j * x[..., second]) * np.exp(1j * angles)  # (..., T, d/2)
-    out = np.empty(x.shape)
-    out[..., first], out[..., second] = turned.real, turned.imag
-    return out
+# d = 4, base 100, worked by hand: theta = [100^0, 100^(-2/4)] = [1, 0.1]. Row 0, x = [1, 0, 1, 0] at
+# position 2, turns pair 0 by 2 and pair 1 by 0.2: [cos 2, sin 2, cos 0.2, sin 0.2]. Row 1,
+# x = [0, 1, 0, 1] at position 3: (0, 1) turned by alpha is (-sin alpha, cos alpha).
+_X_BY_HAND, _P_BY_HAND = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]]), np.array([2, 3])
+_ROPE_BY_HAND = {
+    None: [[np.cos(2), np.sin(2), np.cos(0.2), np.sin(0.2)], [-np.sin(3), np.cos(3), -np.sin(0.3), np.cos(0.3)]],
+    "you rotated by -alpha: x'_2i = x_2i cos - x_2i+1 sin and x'_2i+1 = x_2i sin + x_2i+1 cos":
+        [[np.cos(2), -np.sin(2), np.cos(0.2), -np.sin(0.2)], [np.sin(3), np.cos(3), np.sin(0.3), np.cos(0.3)]],
+    "you used base 10000 where another base was given: theta_i = base ** (-2i/d)":
+        [[np.cos(2), np.sin(2), np.cos(0.02), np.sin(0.02)], [-np.sin(3), np.cos(3), -np.sin(0.03), np.cos(0.03)]],
+    "you rotated row t by t * theta: use the given positions[t], not the row index":
+        [[1, 0, 1, 0], [-np.sin(1), np.cos(1), -np.sin(0.1), np.cos(0.1)]],
+    "you paired feature j with feature j + d/2 (the half-split convention); this exercise pairs neighbours "
+    "(2i, 2i+1)":
+        [[np.cos(2) - np.sin(2), 0, np.sin(2) + np.cos(2), 0], [0, np.cos(0.3) - np.sin(0.3), 0,
+                                                              np.sin(0.3) + np.cos(0.3)]],
+}
 
 
-def check_apply_rope(x, positions, base=None):
-    """Visible check with a hint for the usual mistakes (base=None: call with the default base)."""
+def _refuse_the_matrices(*args, **kwargs):
+    raise AssertionError("apply_rope called section 4's rope_matrices or rope_rotate, which the exercise forbids: "
+                         "turn the pairs x[..., 0::2], x[..., 1::2] with a (T, d/2) table of angles instead")
+
+
+def _apply_rope_alone(*args, **kwargs):
+    """apply_rope(*args, **kwargs), with section 4's (d, d) matrices out of its reach."""
+    lesson = {name: globals()[name] for name in ("rope_matrices", "rope_rotate")}
+    globals().update(dict.fromkeys(lesson, _refuse_the_matrices))
+    try:
+        return apply_rope(*args, **kwargs)
+    finally:
+        globals().update(lesson)
+
+
+def check_apply_rope(x, positions, *base, **named_base):
+    """Visible check with a hint for the usual mistakes; the base is passed on exactly as given."""
     given, positions = x, np.array(positions, copy=True)
     x = given.copy()  # the checks below compare with the input as it was given
-    got = apply_rope(given, positions) if base is None else apply_rope(given, positions, base=base)
-    base = 10000.0 if base is None else base
+    got = _apply_rope_alone(given, positions, *base, **named_base)
     assert np.array_equal(given, x), "apply_rope modified its input x: write the rotated pairs into a new array"
     assert isinstance(got, np.ndarray), f"apply_rope should return a NumPy array, got {type(got).__name__}"
     assert got.shape == x.shape, f"the output should have x's shape {x.shape}, got {got.shape}"
-    expected = _rope_variant(x, positions, base)
-    if not np.allclose(got, expected):
-        if np.allclose(got, _rope_variant(x, positions, base, sign=-1.0)):
-            raise AssertionError("you rotated by -alpha: x'_2i = x_2i cos - x_2i+1 sin and x'_2i+1 = x_2i sin + x_2i+1 cos")
-        if np.allclose(got, _rope_variant(x, positions, base, pairing="half-split")):
-            raise AssertionError("you paired feature j with feature j + d/2 (the half-split convention); "
-                                 "this exercise pairs neighbours (2i, 2i+1)")
-        T = x.shape[-2]
-        if not np.array_equal(positions, np.arange(T)) and np.allclose(got, _rope_variant(x, np.arange(T), base)):
-            raise AssertionError("you rotated row t by t * theta: use the given positions[t], not the row index")
-        if base != 10000.0 and np.allclose(got, _rope_variant(x, positions, 10000.0)):
-            raise AssertionError("you used base 10000 where another base was given: theta_i = base ** (-2i/d)")
-        if np.allclose(got, _rope_variant(x, positions, base, exponent=1.0)):
-            raise AssertionError("theta_i = base^(-2i/d) with i = 0 .. d/2 - 1 counting pairs: "
-                                 "base ** (-np.arange(0, d, 2) / d)")
-        pair_norms = np.hypot(x[..., 0::2], x[..., 1::2])
-        if not np.allclose(np.hypot(got[..., 0::2], got[..., 1::2]), pair_norms):
-            raise AssertionError("the pairs (x_2i, x_2i+1) changed length: a rotation only turns each pair")
-        raise AssertionError("wrong values: pair i of row t should be turned by positions[t] * base^(-2i/d)")
+    by_hand = x.shape == _X_BY_HAND.shape and np.array_equal(x, _X_BY_HAND) and np.array_equal(positions, _P_BY_HAND)
+    if by_hand and not np.allclose(got, _ROPE_BY_HAND[None]):
+        for mistake, table in _ROPE_BY_HAND.items():
+            if mistake is not None and np.allclose(got, table):
+                raise AssertionError(mistake)
+        assert np.allclose(got, _ROPE_BY_HAND[None]), (
+            "wrong values on the worked example: pair i of row t should be turned by positions[t] * base^(-2i/d), "
+            "with theta_i = base ** (-np.arange(0, d, 2) / d)")
+    assert np.allclose(np.hypot(got[..., 0::2], got[..., 1::2]), np.hypot(x[..., 0::2], x[..., 1::2])), (
+        "the pairs (x_2i, x_2i+1) changed length: a rotation only turns each pair")
+    # Pair 0 turns at theta_0 = base^0 = 1 for every base: by exactly positions[t] radians.
+    c, s_ = np.cos(positions)[:, None], np.sin(positions)[:, None]  # (T, 1)
+    pair_0 = np.concatenate([x[..., :1] * c - x[..., 1:2] * s_, x[..., :1] * s_ + x[..., 1:2] * c], axis=-1)
+    if not np.allclose(got[..., :2], pair_0):
+        raise AssertionError("pair 0, features (0, 1), should be turned by positions[t] radians (theta_0 = 1): "
+                             "check the sign of the rotation, the pairing (2i, 2i+1), and that row t uses "
+                             "positions[t], not t")
+    twice = _apply_rope_alone(_apply_rope_alone(x, positions, *base, **named_base), positions, *base, **named_base)
+    assert np.allclose(twice, _apply_rope_alone(x, 2 * positions, *base, **named_base)), (
+        "turning by positions twice should equal turning by 2 * positions: the angle is positions[t] * theta_i")
+    assert np.allclose(_apply_rope_alone(x, 0 * positions, *base, **named_base), x), (
+        "position 0 should leave x unchanged")
 
 
 def check_relative_positions(d=16, T=12):
@@ -968,7 +999,9 @@ def check_relative_positions(d=16, T=12):
 
 
 _rope_rng = np.random.default_rng(21)
-check_apply_rope(x_pairs, pos8)  # section 4.4's (T, d) example, positions 0..7
+check_apply_rope(_X_BY_HAND.copy(), _P_BY_HAND, 100.0)  # worked by hand above; the base by position
+check_apply_rope(_X_BY_HAND.copy(), _P_BY_HAND, base=100)  # and by name
+check_apply_rope(x_pairs, pos8)  # section 4.4's (T, d) example, positions 0..7, the default base
 check_apply_rope(_rope_rng.standard_normal((2, 3, 8, 16)), np.arange(8) + 5)  # (B, h, T, d), positions 5..12
 check_apply_rope(_rope_rng.standard_normal((4, 16)), np.array([0, 3, 1, 7]), base=100.0)  # another base, unsorted
 check_relative_positions()
@@ -988,8 +1021,10 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # $$S_{mn} = \frac{(R_{p_m} q_m) \cdot (R_{p_n} k_n)}{\sqrt{d}}, \qquad p = \text{positions},$$
 #
 # with the default base 10000. Use your `apply_rope`. By section 4, the result must not change
-# when every position is shifted by the same amount. The test cell runs your `rope_scores` with a
-# known-good `apply_rope` in place of yours, so a mistake in Exercise 2 costs points only there.
+# when every position is shifted by the same amount. The test cell checks your `rope_scores` on a
+# single feature pair ($d = 2$, where $\theta_0 = 1$ and the scores can be worked out by hand), with
+# its own rotation of that one pair in place of your `apply_rope`, so a mistake in Exercise 2 costs
+# points only there.
 
 # %% nbgrader={"grade": false, "grade_id": "rope_scores", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def rope_scores(q, k, positions):
@@ -1006,74 +1041,78 @@ print("rope_scores == section 5's RoPE scores:",
       np.allclose(rope_scores(X8 @ Wq8, X8 @ Wk8, positions8), rows["eight different tokens"]["RoPE (q and k rotated)"]))
 
 # %% nbgrader={"grade": true, "grade_id": "test_rope_scores", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def _apply_rope_for_checks(x, positions, base=10000):
-    """A known-good apply_rope (each pair as a complex number), used in place of yours while rope_scores is checked."""
-    d = x.shape[-1]
-    turned = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * np.asarray(positions)[:, None] * float(base) ** (-np.arange(0, d, 2) / d))
-    out = np.empty(x.shape)
-    out[..., 0::2], out[..., 1::2] = turned.real, turned.imag
-    return out
+def _turn_one_pair(x, positions, base=10000):
+    """RoPE of a single pair, d = 2 only (theta_0 = 1 for every base): row t turned by positions[t] radians.
+
+    Used in place of your apply_rope while rope_scores is checked, so that Exercise 2 is graded on its own.
+    """
+    assert x.shape[-1] == 2, "the test cell's stand-in for apply_rope handles d = 2 only"
+    turned = (x[..., 0] + 1j * x[..., 1]) * np.exp(1j * np.asarray(positions, dtype=float))  # (..., T)
+    return np.stack([turned.real, turned.imag], axis=-1)  # (..., T, 2)
 
 
-def _rope_scores_with_known_good_rope(q, k, positions):
+# Worked by hand, d = 2: q_m = (1, 0) and k_n = (0, 1) at every position. Turned, they are
+# (cos p_m, sin p_m) and (-sin p_n, cos p_n), whose dot product is sin(p_m - p_n); so
+# S_mn = sin(p_m - p_n) / sqrt(2). Positions [0, 5, 1, 9]; _OFFSETS[m][n] = p_m - p_n.
+_OFFSETS = np.array([[0, -5, -1, -9], [5, 0, 4, -4], [1, -4, 0, -8], [9, 4, 8, 0]])
+_ROPE_SCORES_BY_HAND = {
+    None: np.sin(_OFFSETS) / np.sqrt(2),
+    "the scores are not scaled: divide by sqrt(d)": np.sin(_OFFSETS),
+    "the scale is 1/sqrt(d), not 1/d": np.sin(_OFFSETS) / 2,
+    "you rotated only q: rotate k too, so that the positions cancel into m - n":
+        np.sin(np.array([[0] * 4, [5] * 4, [1] * 4, [9] * 4])) / np.sqrt(2),
+    "you rotated only k: rotate q too, so that the positions cancel into m - n":
+        -np.sin(np.array([[0, 5, 1, 9]] * 4)) / np.sqrt(2),
+    "these are the scores without RoPE: rotate q and k with apply_rope first": np.zeros((4, 4)),
+    "the scores are transposed: entry (m, n) is (rotated q_m) . (rotated k_n)": -np.sin(_OFFSETS) / np.sqrt(2),
+    "these are the scores for positions 0, 1, ..., T-1: pass the given positions to apply_rope "
+    "(they need not be consecutive)": np.sin(np.subtract.outer(np.arange(4), np.arange(4))) / np.sqrt(2),
+}
+
+
+def _rope_scores_with_the_stand_in(q, k, positions):
     students_apply_rope = globals().get("apply_rope")
-    globals()["apply_rope"] = _apply_rope_for_checks  # Exercise 2 is graded on its own
+    globals()["apply_rope"] = _turn_one_pair  # Exercise 2 is graded on its own
     try:
         return rope_scores(q, k, positions)
     finally:
         globals()["apply_rope"] = students_apply_rope
 
 
-def _rope_scores_expected(q, k, positions):
-    q_rot, k_rot = _apply_rope_for_checks(q, positions), _apply_rope_for_checks(k, positions)
-    return q_rot @ np.swapaxes(k_rot, -2, -1) / np.sqrt(q.shape[-1])  # (..., T, d) @ (..., d, T) -> (..., T, T)
-
-
-def check_rope_scores(q, k, positions):
-    """Visible check with a hint for the usual mistakes."""
+def check_rope_scores(q, k, positions, factor=1.0):
+    """Visible check on the worked example; q is (1, 0) times `factor` (an array over the leading axes)."""
     given = (q, k, positions)
     q, k, positions = (np.array(a, copy=True) for a in given)  # the checks below use the inputs as they were
-    got = _rope_scores_with_known_good_rope(*given)
+    got = _rope_scores_with_the_stand_in(*given)
     assert all(np.array_equal(a, b) for a, b in zip(given, (q, k, positions), strict=True)), (
         "rope_scores modified its inputs")
     assert isinstance(got, np.ndarray), f"rope_scores should return a NumPy array, got {type(got).__name__}"
     *batch, T, d = q.shape
     assert got.shape == (*batch, T, T), f"scores should be (..., T, T) = {(*batch, T, T)}, got {got.shape}"
-    q_rot, k_rot = _apply_rope_for_checks(q, positions), _apply_rope_for_checks(k, positions)
-    expected = _rope_scores_expected(q, k, positions)  # (..., T, T)
-    if not np.allclose(got, expected):
-        if np.allclose(got, expected * np.sqrt(d)):
-            raise AssertionError("the scores are not scaled: divide by sqrt(d)")
-        if np.allclose(got, expected * np.sqrt(d) / d):
-            raise AssertionError("the scale is 1/sqrt(d), not 1/d")
-        if np.allclose(got, q_rot @ np.swapaxes(k, -2, -1) / np.sqrt(d)):
-            raise AssertionError("you rotated only q: rotate k too, so that the positions cancel into m - n")
-        if np.allclose(got, q @ np.swapaxes(k_rot, -2, -1) / np.sqrt(d)):
-            raise AssertionError("you rotated only k: rotate q too, so that the positions cancel into m - n")
-        if np.allclose(got, q @ np.swapaxes(k, -2, -1) / np.sqrt(d)):
-            raise AssertionError("these are the scores without RoPE: rotate q and k with apply_rope first")
-        if np.allclose(got, np.swapaxes(expected, -2, -1)):
-            raise AssertionError("the scores are transposed: entry (m, n) is (rotated q_m) . (rotated k_n)")
-        consecutive = _rope_scores_expected(q, k, np.arange(T))
-        if np.allclose(got, consecutive):
-            raise AssertionError("these are the scores for positions 0, 1, ..., T-1: pass the given positions "
-                                 "to apply_rope (they need not be consecutive)")
-        raise AssertionError("wrong values: S = apply_rope(q) @ apply_rope(k)^T / sqrt(d), over the last two axes")
+    scale = np.asarray(factor)[..., None, None]  # broadcasts over (T, T)
+    if not np.allclose(got, scale * _ROPE_SCORES_BY_HAND[None]):
+        for mistake, table in _ROPE_SCORES_BY_HAND.items():
+            if mistake is not None and np.allclose(got, scale * table):
+                raise AssertionError(mistake)
+    assert np.allclose(got, scale * _ROPE_SCORES_BY_HAND[None]), (
+        "wrong values: S = apply_rope(q) @ apply_rope(k)^T / sqrt(d), over the last two axes")
 
 
 def check_shift_invariance(q, k, positions, shift):
     """Shifting every position by the same amount must leave RoPE scores unchanged."""
-    before = _rope_scores_with_known_good_rope(q, k, positions)
-    after = _rope_scores_with_known_good_rope(q, k, positions + shift)
+    before = _rope_scores_with_the_stand_in(q, k, positions)
+    after = _rope_scores_with_the_stand_in(q, k, positions + shift)
     assert np.allclose(before, after), (
         f"shifting every position by {shift} changed the scores: with q and k both rotated, only m - n should matter")
 
 
+_P_SCORES = np.array([0, 5, 1, 9])
+check_rope_scores(np.tile([1.0, 0.0], (4, 1)), np.tile([0.0, 1.0], (4, 1)), _P_SCORES)  # (T, d) = (4, 2)
+_factor = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]])  # (B, h): q scaled per batch and head
+check_rope_scores(_factor[..., None, None] * np.array([1.0, 0.0]) * np.ones((2, 3, 4, 1)),
+                  np.broadcast_to([0.0, 1.0], (2, 3, 4, 2)).copy(), _P_SCORES, factor=_factor)  # (B, h, T, d)
 _scores_rng = np.random.default_rng(22)
-check_rope_scores(X8 @ Wq8, X8 @ Wk8, positions8)  # section 5's eight tokens
-_q, _k = _scores_rng.standard_normal((2, 4, 8, 16)), _scores_rng.standard_normal((2, 4, 8, 16))  # (B, h, T, d)
-check_rope_scores(_q, _k, np.arange(8) + 20)
-check_rope_scores(_q[0, 0], _k[0, 0], np.array([0, 5, 1, 9, 2, 2, 30, 4]))  # positions in any order, one repeated
+_q, _k = _scores_rng.standard_normal((2, 4, 8, 2)), _scores_rng.standard_normal((2, 4, 8, 2))  # (B, h, T, d)
 check_shift_invariance(_q, _k, np.arange(8), 1000)
 print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS

@@ -765,6 +765,7 @@ _ = ax.plot(np.arange(1, len(history["train_loss"]) + 1), history["train_loss"],
 _ = ax.plot(steps_axis, history["eval_loss"], color="tab:blue", label="attention, held-out")
 _ = ax.plot(bag_history["eval_step"], bag_history["eval_loss"], color="tab:orange", label="bag of tokens, held-out")
 _ = ax.axhline(np.log(V), color="gray", linestyle=":", label="log 12: uniform guess")
+_ = ax.axhline(np.log(7), color="tab:red", linestyle="--", label="log 7: floor of a bag model")
 ax.set_yscale("log")
 ax.set_title("Cross-entropy loss")
 ax.set_xlabel("training step")
@@ -798,7 +799,8 @@ plt.show()
 
 # %% [markdown]
 # *Figure: left, the loss of the attention model (blue) falls by orders of magnitude while the bag
-# model's (orange) barely leaves $\log 12$. Middle, the attention model's accuracy climbs past the
+# model's (orange) barely leaves $\log 12$ and stays above the red line at $\log 7$, the floor no
+# bag model can go below. Middle, the attention model's accuracy climbs past the
 # 0.99 target while the bag model stays at the red $1/7$ line. Right, the two heads' query rows
 # start at the uniform $1/8$. For the first 50 steps both heads look more at both flags; then each
 # head lets go of one flag and its weight on the other rises toward 1: flag A for head 0, flag B
@@ -919,10 +921,60 @@ print("and head 0 of the swapped model is head 1 of the trained one:",
       np.allclose(cache_swapped["weights"][:, 0], cache_trained["weights"][:, 1]))
 
 # %% [markdown]
-# So train twice more, from `default_rng(7)` and `default_rng(2)` instead of `default_rng(0)`, on the
-# same batches, and measure the same way. (These two initialisations were picked, among a handful
-# tried, to show two other outcomes that training can reach.) Besides the averages, the second table gives the spread
-# over the held-out sequences of each head's weight on flag A: its 10th, 50th and 90th percentile.
+# So how often does training split the flags as `default_rng(0)` did? Train from sixteen
+# initialisations, `default_rng(0)` to `default_rng(15)`, on the same batches (`data_seed=1`, 300
+# steps), and sort the outcomes by the held-out mean weights of the query rows. A head **takes** a
+# flag when it puts at least 0.75 of its weight on it on average. The outcome is **A/B** when head 0
+# takes flag A and head 1 flag B, **B/A** when it is the other way round, and **shared** otherwise.
+# (Only the final model is evaluated here, which keeps each run short.)
+
+# %%
+def train_quietly(init_seed, steps=STEPS, data_seed=1):
+    """The training of section 5 from default_rng(init_seed), without evaluations: the final params."""
+    data_rng = np.random.default_rng(data_seed)
+    params = init_params(np.random.default_rng(init_seed))
+    state = adam_init(params)
+    for _ in range(steps):
+        X, targets, _ = make_batch(data_rng, BATCH)
+        _, grads = loss_and_grads(attention_model, attention_model_backward, params, X, targets)
+        params, state = adam_step(params, grads, state, LR, BETAS, EPS)
+    return params
+
+
+def outcome(mass, takes=0.75):
+    """'A/B', 'B/A' or 'shared', from the per-head mean weights on (flag A, flag B), shape (h, 2)."""
+    if mass[0, 0] >= takes and mass[1, 1] >= takes:
+        return "A/B"
+    if mass[0, 1] >= takes and mass[1, 0] >= takes:
+        return "B/A"
+    return "shared"
+
+
+def train_and_sort(seeds, outcomes):
+    """Train from each init seed and record (outcome, held-out accuracy) in outcomes[seed]."""
+    for init_seed in seeds:
+        _, accuracy, cache_seed = evaluate(attention_model, train_quietly(init_seed))
+        outcomes[init_seed] = outcome(flag_mass(cache_seed["weights"][:, :, QUERY, :], flags_test)), accuracy
+
+
+SEEDS = range(16)
+outcomes = {}  # init seed -> (outcome, held-out accuracy)
+train_and_sort(SEEDS[:8], outcomes)  # the first eight runs here, the other eight in the next cell
+
+# %%
+train_and_sort(SEEDS[8:], outcomes)
+print(f"held-out accuracy after {STEPS} steps, lowest of the {len(SEEDS)} runs: "
+      f"{min(a for _, a in outcomes.values()):.4f}")
+for name in ("A/B", "B/A", "shared"):
+    seeds = [seed for seed, (o, _) in outcomes.items() if o == name]
+    print(f"{name:6s}: {len(seeds):2d} of {len(SEEDS)}   init seeds {seeds}")
+
+# %% [markdown]
+# Every run answers the held-out questions, and a clean split is not the rule. Here is one example of
+# each of the other two outcomes, `default_rng(7)` (B/A) and `default_rng(2)` (shared), trained again
+# with the full history and measured the same way as `default_rng(0)`. Besides the averages, the
+# second table gives the spread over the held-out sequences of each head's weight on flag A: its
+# 10th, 50th and 90th percentile.
 
 # %%
 start = time.perf_counter()
@@ -1053,6 +1105,10 @@ print(f"bag of tokens         : {bag_seconds:.2f} s")
 # on flag B. Only the query row was trained, because it is the only row the readout reads.
 #
 # **Measure, don't assume.** Swapping the heads leaves the output unchanged, so the loss cannot say
-# which head takes which flag. From `default_rng(7)` the heads took the flags the other way round;
-# from `default_rng(2)` both heads shared both flags, in proportions that change from sequence to
-# sequence, with the same perfect accuracy. A head's job is found by measuring it.
+# which head takes which flag. Of sixteen initialisations, all answered every held-out question;
+# 7 split the flags as `default_rng(0)` did, 1 the other way round (`default_rng(7)`), and in 8 the
+# heads shared both flags (`default_rng(2)` among them), in proportions that change from sequence
+# to sequence. A head's job is found by measuring it.
+#
+# **Next:** Lesson 10 asks what attention costs: the `(T, T)` table's time and memory, the online
+# softmax that computes the same output without holding it, and the memory of the KV cache.

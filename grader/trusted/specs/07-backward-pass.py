@@ -12,6 +12,13 @@ numerically, in float64, entry by entry. A reference that disagreed with the fin
 would be the instructor's mistake and raises `SpecError`; a student's result that disagreed gets a
 generic message. The inputs are kept small so that the differences cost well under a second.
 
+The attention and layer backward passes also get one case far too large to differentiate
+numerically within the test cell's time limit (central differences of the forward pass need two
+forward passes per input entry, each over a (1000, 1000) table of scores). An answer that
+differentiates the provided forward numerically (`numerical_gradient`) instead of running the
+backward pass cannot finish it. That case is checked against the reference alone. Its inputs stay
+small in bytes: the results of a test cell must fit the grader's output limit.
+
 Every `cases` generator starts with fixed edge cases that each common-mistake fixture fails (one
 position, one key, one head, head size 1, cross-attention with T_q != T_k, d_v != d_k, a causally
 masked and a saturated softmax), then adds random shapes; all values are drawn from `rng`, which
@@ -193,6 +200,7 @@ class AgreesWithFiniteDifferences:
     numerical: Callable[..., list]  # numerical(*inputs) -> [(key in the result, or None for the whole, gradient)]
     rtol: float = 1e-5
     atol: float = 1e-7
+    max_entries: int = 5_000  # inputs with more entries in all are checked against the reference alone
 
     def __call__(self, expected: Any, got: Any) -> str | None:
         problem = Same()(expected, got)
@@ -201,6 +209,8 @@ class AgreesWithFiniteDifferences:
         inputs = getattr(expected, "inputs", None)
         if inputs is None:
             raise SpecError("the reference's result lost the inputs it was computed from")
+        if sum(np.size(x) for x in inputs if isinstance(x, np.ndarray)) > self.max_entries:
+            return None  # too large to differentiate numerically here too: the reference alone decides
         for key, numeric in self.numerical(*inputs):
             where = "" if key is None else f" ({key if isinstance(key, str) else f'item {key}'})"
             if not np.allclose(_part(expected, key), numeric, rtol=self.rtol, atol=self.atol):
@@ -211,6 +221,13 @@ class AgreesWithFiniteDifferences:
 
 
 # ------------------------------------------------------------------ fresh inputs
+
+
+# The cases too large to differentiate numerically in the test cell's 30 s: central differences
+# need two forward passes per input entry (24,000 and 8,256 entries here), each over a (1000, 1000)
+# table of scores, which is minutes of work at the least; the backward pass is milliseconds.
+LARGE_ATTENTION = ((), 1000, 1000, 8, 8)  # (leading axes, T_q, T_k, d_k, d_v)
+LARGE_LAYER = (1, 1000, 8, 2)  # (B, T, C, h)
 
 
 def softmax_backward_cases(rng):
@@ -231,6 +248,7 @@ def attention_backward_cases(rng):
         lead = tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, 3))))
         T = int(rng.integers(2, 7))
         configs.append((lead, T, T, int(rng.integers(1, 7)), int(rng.integers(1, 7))))
+    configs.append(LARGE_ATTENTION)  # no time to differentiate numerically
     for lead, T_q, T_k, d_k, d_v in configs:
         yield call(rng.standard_normal((*lead, T_q, d_k)), rng.standard_normal((*lead, T_k, d_k)),
                    rng.standard_normal((*lead, T_k, d_v)), rng.standard_normal((*lead, T_q, d_v)))
@@ -241,6 +259,7 @@ def mha_backward_cases(rng):
     for _ in range(2):
         h = int(rng.integers(1, 4))
         configs.append((int(rng.integers(1, 4)), int(rng.integers(1, 6)), h * int(rng.integers(1, 4)), h))
+    configs.append(LARGE_LAYER)  # no time to differentiate numerically
     for B, T, C, h in configs:
         X = rng.standard_normal((B, T, C))
         Wq, Wk, Wv, Wo = (0.5 * rng.standard_normal((C, C)) for _ in range(4))

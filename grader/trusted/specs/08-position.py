@@ -19,7 +19,8 @@ a wrong apply_rope costs Exercise 2 only.
 
 import numpy as np
 
-from grader.trusted import Check, call
+from grader.trusted import Check, Same, call
+from grader.trusted.wire import Raised
 
 
 def sinusoidal_encoding(T, d):
@@ -39,6 +40,16 @@ def sinusoidal_encoding_cases(rng):
         yield call(T, d)
 
 
+def sinusoidal_loop(T, d):  # the lesson's loop, refused while the student's function is called
+    raise PermissionError("Exercise 1 asks for the table without sinusoidal_loop")
+
+
+def sinusoidal_encoding_compare(expected, got):
+    if isinstance(got, Raised) and got.name == "PermissionError":
+        return "raised PermissionError: it called sinusoidal_loop, which the exercise forbids"
+    return Same()(expected, got)
+
+
 def apply_rope(x, positions, base=10000):
     d = x.shape[-1]
     theta = float(base) ** (-np.arange(d // 2) * 2.0 / d)  # (d/2,)
@@ -49,6 +60,16 @@ def apply_rope(x, positions, base=10000):
     out[..., 0::2] = first * cos - second * sin
     out[..., 1::2] = first * sin + second * cos
     return out
+
+
+def rope_matrices(*args, **kwargs):  # section 4's (d, d) matrices, refused while apply_rope is called
+    raise PermissionError("Exercise 2 asks for the rotation without (d, d) matrices")
+
+
+def apply_rope_compare(expected, got):
+    if isinstance(got, Raised) and got.name == "PermissionError":
+        return "raised PermissionError: it called rope_matrices or rope_rotate, which the exercise forbids"
+    return Same()(expected, got)
 
 
 def apply_rope_cases(rng):
@@ -114,8 +135,12 @@ def rope_scores_cases(rng):
 
 
 CHECKS = {
-    "test_sinusoidal_encoding": Check("sinusoidal_encoding", sinusoidal_encoding, sinusoidal_encoding_cases),
-    "test_apply_rope": Check("apply_rope", apply_rope, apply_rope_cases, unchanged_args=True),
+    "test_sinusoidal_encoding": Check("sinusoidal_encoding", sinusoidal_encoding, sinusoidal_encoding_cases,
+                                      compare=sinusoidal_encoding_compare,
+                                      replace_globals={"sinusoidal_loop": sinusoidal_loop}),
+    "test_apply_rope": Check("apply_rope", apply_rope, apply_rope_cases, unchanged_args=True,
+                             compare=apply_rope_compare,
+                             replace_globals={"rope_matrices": rope_matrices, "rope_rotate": rope_matrices}),
     "test_rope_scores": Check("rope_scores", rope_scores, rope_scores_cases, unchanged_args=True,
                               replace_globals={"apply_rope": apply_rope}),
 }

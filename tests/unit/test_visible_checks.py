@@ -1,0 +1,169 @@
+"""Visible test cells hand out no answers: nothing in a lesson's test cells passes that lesson's hidden checks.
+
+Students read the test cells. A visible check may test properties and small hand-computed cases,
+but a function it defines, or an expression it computes from the exercise's own arguments, must not
+be a working answer to any exercise of the lesson. Each candidate found in a test cell's visible part
+is run, in this process, on one grading run's hidden inputs of every Check of the lesson's trusted
+spec: a candidate that matches the reference on all of them is an answer. A candidate sees NumPy and
+the lesson's provided functions as the spec knows them (`replace_globals`), and gets a few seconds
+per case: one that cannot finish a case in that time could not finish it in the test cell either
+(the hidden tests include cases too large to differentiate numerically, for example).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import copy
+import inspect
+import signal
+import warnings
+
+import nbformat
+import numpy as np
+
+from grader import notebook
+from grader.course import reference_notebook
+from grader.trusted import Check, Rng, load_spec, spec_lessons
+from grader.trusted.spec import Case, seeded
+
+
+def pytest_generate_tests(metafunc):
+    if "spec_lesson" in metafunc.fixturenames:
+        metafunc.parametrize("spec_lesson", spec_lessons())
+
+
+def visible_sources(lesson: str) -> dict[str, str]:
+    """grade_id -> the visible part (before the hidden block) of each graded test cell of the reference."""
+    nb = nbformat.read(reference_notebook(lesson), as_version=4)
+    return {notebook.grade_id(c): c.source.split("### BEGIN HIDDEN TESTS")[0]
+            for c in nb.cells if c.cell_type == "code" and notebook.is_graded(c)}
+
+
+def defined_functions(source: str, scope: dict) -> dict[str, object]:
+    """Every function the cell defines at its top level (defs, and lambdas assigned to a name), run with `scope`."""
+    tree = ast.parse(source)
+    kept = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom))
+            or (isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda))]
+    namespace = dict(scope)
+    exec(compile(ast.Module(kept, type_ignores=[]), "<test cell>", "exec"), namespace)  # noqa: S102
+    return {name: value for name, value in namespace.items() if callable(value) and name not in scope}
+
+
+def expression_answers(source: str, parameters: list[str], scope: dict) -> dict[str, object]:
+    """Each expression of the cell built only from `parameters` (and NumPy), as a function of them."""
+    known = set(parameters) | set(scope) | set(dir(builtins))
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant, ast.Starred, ast.Slice)):
+            continue
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        if not names & set(parameters) or not names <= known:
+            continue
+        if any(isinstance(n, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp, ast.NamedExpr))
+               for n in ast.walk(node)):
+            continue  # their own names are not free: leave them out rather than guess
+        text = ast.unparse(node)
+        namespace = dict(scope)
+        try:
+            code = compile(f"def candidate({', '.join(parameters)}):\n    return {text}\n", "<test cell>", "exec")
+        except SyntaxError:
+            continue  # a part of an f-string, for example: not an expression of its own
+        exec(code, namespace)  # noqa: S102
+        found[text] = namespace["candidate"]
+    return found
+
+
+CASE_SECONDS = 3.0  # the references take milliseconds on every hidden case
+
+
+class OutOfTime(BaseException):  # not an Exception: a candidate's own `except Exception` cannot swallow it
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    def expire(signum, frame):
+        raise OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def with_generators(value):
+    if isinstance(value, Rng):
+        return value.generator()
+    if isinstance(value, (tuple, list)):
+        return type(value)(with_generators(v) for v in value)
+    if isinstance(value, dict):
+        return {k: with_generators(v) for k, v in value.items()}
+    return value
+
+
+def passes(check: Check, cases: list[Case], candidate) -> bool:
+    """True when `candidate` gives the reference's outcome on every case of this grading run."""
+    for case in cases:
+        expected = check.expected(copy.deepcopy(case))
+        args, kwargs = with_generators(copy.deepcopy((case.args, case.kwargs)))
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(CASE_SECONDS):
+                warnings.simplefilter("ignore")
+                got = candidate(*args, **kwargs)
+        except OutOfTime:
+            return False
+        except Exception as error:  # noqa: BLE001 (a candidate that raises is not an answer)
+            if case.expect_raise is None or not isinstance(error, case.expect_raise):
+                return False
+            continue
+        if case.expect_raise is not None:
+            return False
+        try:
+            if check.compare(expected, got) is not None:
+                return False
+        except Exception:  # noqa: BLE001 (an unreadable result is not an answer either)
+            return False
+    return True
+
+
+def answers_in_test_cells(lesson: str) -> list[str]:
+    spec = load_spec(lesson)
+    provided = {name: f for check in spec.checks.values() for name, f in check.replace_globals.items()}
+    found = []
+    for grade_id, source in visible_sources(lesson).items():
+        for answered_id, check in spec.checks.items():
+            if check.tensors or check.fixed_inputs:
+                continue  # PyTorch functions, and quizzes whose keys are no function of inputs
+            scope = {"np": np, "numpy": np, **{n: f for n, f in provided.items() if n != check.function}}
+            parameters = list(inspect.signature(check.reference).parameters)
+            candidates = defined_functions(source, scope) | expression_answers(source, parameters, scope)
+            cases = list(check.cases(seeded(0, answered_id)))
+            found += [f"{grade_id}: {name} answers {answered_id} ({check.function})"
+                      for name, candidate in candidates.items() if passes(check, cases, candidate)]
+    return found
+
+
+def test_no_test_cell_holds_a_working_answer(spec_lesson):
+    found = answers_in_test_cells(spec_lesson)
+    assert not found, ("a visible test cell holds an answer to an exercise of its own lesson; check properties "
+                       "and small hand-computed cases instead:\n" + "\n".join(found))
+
+
+def test_the_search_finds_an_answer_planted_in_a_test_cell():
+    """A lesson's own reference, pasted into a visible cell as a def or as an expression, is found."""
+    spec = load_spec("06-causal-masks")
+    source = visible_sources("06-causal-masks")["test_causal_mask"]
+    check = spec.checks["test_causal_mask"]
+    cases = list(check.cases(seeded(0, "test_causal_mask")))
+    assert passes(check, cases, check.reference)
+    planted = source + "\nexpected = np.arange(T)[None, :] <= np.arange(T)[:, None]\n"
+    assert any("np.arange(T)" in name for name in expression_answers(planted, ["T"], {"np": np})
+               if passes(check, cases, expression_answers(planted, ["T"], {"np": np})[name]))
+    planted = source + "\ndef _known_good(n):\n    return np.tril(np.ones((n, n), dtype=bool))\n"
+    assert passes(check, cases, defined_functions(planted, {"np": np})["_known_good"])
+
