@@ -18,7 +18,7 @@ from grader.sandbox import bwrap
 def run(*sources: str, **settings) -> nbformat.NotebookNode:
     nb = new_notebook(cells=[new_code_cell(source) for source in sources])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    execute = GuardedExecute(timeout=60, kernel_name="python3", **settings)
+    execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", **settings})
     nb, _ = execute.preprocess(nb, {"metadata": {"path": str(REPO)}})
     return nb
 
