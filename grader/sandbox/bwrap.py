@@ -3,7 +3,7 @@
 What the kernel gets (`Sandbox.command`):
 
 - new PID, network, mount, IPC, UTS and cgroup namespaces, no network at all, `--die-with-parent`
-  and `--new-session`;
+  and `--new-session`; the kernel is PID 1 of its namespace (`--as-pid-1`);
 - read-only: the system's `/usr`, `/lib*`, `/bin`, `/sbin` and the Python environment
   (`sys.prefix` and `sys.base_prefix`, bound at their own paths; the folders above them are
   bwrap's, made for the sandbox, so a Python under a folder only root may enter, such as
@@ -90,7 +90,8 @@ class Sandbox:
         else:
             namespaces = ["--unshare-all", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
             open_dir = []
-        args = [bwrap_executable(), *namespaces, "--die-with-parent", "--new-session", "--clearenv",
+        # --as-pid-1: the kernel is PID 1 of its namespace, so nothing inside can signal it to death.
+        args = [bwrap_executable(), *namespaces, "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv",
                 "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"]
         size = ["--size", str(self.tmpfs_size)] if self.tmpfs_size else []
         args += [*size, "--perms", "1777", "--tmpfs", "/dev/shm"]
