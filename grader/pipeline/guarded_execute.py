@@ -91,6 +91,7 @@ class GuardedExecute(Execute):
     raise_on_iopub_timeout = Bool(False, help=Execute.raise_on_iopub_timeout.help).tag(config=True)
 
     _stopped = ""  # why the kernel is gone ("" while it runs)
+    cell_cpu: dict[int, float]  # after preprocess: CPU seconds of each code cell (by index) where counted
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped, self._started = "", time.monotonic()
@@ -98,6 +99,7 @@ class GuardedExecute(Execute):
         self._bytes: dict[int, int] = {}
         self._notebook_bytes = 0
         self._capped: set[int] = set()
+        self.cell_cpu = {}
         if self.sandbox:
             probe()  # refuses with the reason where the sandbox cannot start
             self.kernel_manager_class = SandboxedKernelManager
@@ -211,8 +213,9 @@ class GuardedExecute(Execute):
             return cell, self.resources
         finally:
             self.timeout = configured
-            if counted:
-                self.km.end_cell()
+            used = self.km.end_cell() if counted else None
+            if used is not None:
+                self.cell_cpu[index] = used
 
     async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None):
         """Interrupt a timed-out cell; a kernel that does not stop within INTERRUPT_GRACE is killed."""
