@@ -380,3 +380,16 @@ def test_nothing_a_kernel_wrote_reached_the_grader_output_or_log(hostile):
 def test_no_key_was_read_or_planted(hostile):
     assert f"PWNED-{hostile.token}" not in Path("/proc/keys").read_text()
     assert "read b'" not in hostile.outputs("keyrings") and "listed" not in hostile.outputs("keyrings")
+
+
+def test_six_workers_with_honest_students_only_keep_their_exact_scores(tmp_path):
+    """Six kernels at once on a small machine: each its own uid and cgroup, so none fails another."""
+    course = make_course(tmp_path / "course", cell_timeout=CELL_TIMEOUT, lessons=[LESSON])
+    release = course.release(LESSON)
+    honest = {f"honest_{index}": build_notebook(LESSON, release, {}) for index in range(8)}
+    course.submit(LESSON, honest)
+    with open(os.devnull, "w") as quiet:
+        batch = autograde(lesson=LESSON, course=course.root, workers=6, force=True, progress=quiet, out=quiet)
+    expected = batch_scores(LESSON, release, {})
+    assert {r.student: (r.status, r.scores) for r in batch.results} == {
+        name: ("graded", expected) for name in honest}
