@@ -19,6 +19,7 @@ import errno
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,6 +140,22 @@ class KernelCgroup:
             group.remove()
             raise
         return group
+
+    @staticmethod
+    def sweep(prefix: str, in_use: Callable[[str], bool]) -> None:
+        """Delete the empty cgroups named `prefix...` that `in_use(name)` disowns: those of kernels whose
+        grading process was killed before it could remove them. A cgroup with tasks is never deleted."""
+        mounts, v2 = _mounts()
+        own = _own_paths()
+        parents = [Path(mounts[c]) / own.get(c, "/").lstrip("/") for c in (*V1_REQUIRED, *V1_OPTIONAL) if c in mounts]
+        if v2:
+            parents.append(Path(v2) / own.get("", "/").lstrip("/"))
+        for parent in dict.fromkeys(parents):
+            with contextlib.suppress(OSError):
+                for folder in parent.glob(f"{prefix}*"):
+                    if folder.is_dir() and not in_use(folder.name):
+                        with contextlib.suppress(OSError):  # busy (tasks left), or removed meanwhile
+                            folder.rmdir()
 
     def describe(self) -> str:
         what = "cgroup v2" if self.version == 2 else "cgroup v1 (" + ", ".join(sorted(self.dirs)) + ")"

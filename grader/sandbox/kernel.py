@@ -180,6 +180,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.rundir, self.host_uid = rundir, uid
         else:
             self.rundir = Path(tempfile.mkdtemp(prefix=RUN_FOLDER))
+        # Kernels whose grading process was killed left their cgroups behind (their run folders are gone).
+        KernelCgroup.sweep(RUN_FOLDER, lambda name: (self.rundir.parent / name).exists())
         try:
             self.cgroup = KernelCgroup.create(self.rundir.name, memory=self.tree_memory_limit, tasks=self.max_processes)
             self.isolation = self.cgroup.describe()

@@ -156,3 +156,16 @@ def cgroup_folders() -> list[str]:
         roots.append(os.path.join(v2, own.get("", "/").lstrip("/")))
     return [os.path.join(root, name) for root in roots if os.path.isdir(root) for name in os.listdir(root)
             if name.startswith(kernel.RUN_FOLDER)]
+
+
+@needs_cgroup
+def test_cgroups_left_by_a_killed_grading_process_are_swept_and_live_ones_kept():
+    stale = KernelCgroup.create(f"{kernel.RUN_FOLDER}stale-{os.getpid()}", memory=0, tasks=0)
+    live = KernelCgroup.create(f"{kernel.RUN_FOLDER}live-{os.getpid()}", memory=0, tasks=0)
+    try:
+        KernelCgroup.sweep(kernel.RUN_FOLDER, lambda name: "stale" not in name)
+        assert not any(folder.exists() for folder in stale.dirs.values())
+        assert all(folder.exists() for folder in live.dirs.values())
+    finally:
+        stale.remove()
+        live.remove()
