@@ -105,6 +105,8 @@ class SandboxProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         km: SandboxedKernelManager = self.parent
+        if km.host_uid is not None:  # the kernel reads its connection file as its own user
+            os.chown(km.connection_file, km.host_uid, km.host_uid)
         sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, host_uid=km.host_uid, env=km.sandbox_env)
         argv, fds = sandbox.command(cmd, cwd=str(kwargs.pop("cwd", "") or ""))
         kwargs["pass_fds"] = fds
@@ -192,17 +194,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.max_message_bytes:  # this manager's own socket (control) refuses over-size messages too
             self.context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
 
-    async def _async_pre_start_kernel(self, **kw):
+    async def start_kernel(self, **kw) -> None:
+        """Make the run folder, uid and cgroup, install the sandbox's provisioner, then start as jupyter_client does."""
         if self.provisioner is None:
             self._prepare_rundir()
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", None) or os.urandom(16).hex()
             self.provisioner = SandboxProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
             # Interrupts travel as a control message: a signal to bwrap would not reach the kernel.
             self.kernel_spec.interrupt_mode = "message"
-        cmd, kw = await super()._async_pre_start_kernel(**kw)
-        if self.host_uid is not None:  # the kernel reads its connection file as its own user
-            os.chown(self.connection_file, self.host_uid, self.host_uid)
-        return cmd, kw
+        await super().start_kernel(**kw)
 
     def client(self, **kwargs) -> PromptKernelClient:
         """A client whose sockets refuse messages over max_message_bytes; the watchdog watches it."""
