@@ -76,6 +76,9 @@ class GuardedExecute(Execute):
     max_message_bytes = Integer(32 * 1024**2, help="Bytes of the largest message part the grader accepts from a "
                                                    "kernel (refused at the socket, before parsing; the kernel is then "
                                                    "stopped); 0: no limit.").tag(config=True)
+    cell_cpu_log = Unicode("", help="A file to which each graded notebook appends one JSON line: the CPU seconds "
+                                    "of each graded cell (where counted), by grade_id. Empty: none written."
+                            ).tag(config=True)
     wall_timeout_factor = Integer(4, help="Where a cell's CPU time is counted (a cgroup), the wall-clock limit of a "
                                           "cell is this many times `timeout`.").tag(config=True)
     grading_shortcuts = Bool(True, help="Tell each kernel that it is being graded (NBGRADER_EXECUTION, as nbgrader "
@@ -108,7 +111,14 @@ class GuardedExecute(Execute):
             nb.cells.insert(0, new_markdown_cell(
                 "**Graded without the sandbox** (`--unsafe-no-sandbox`): this submission's code ran with the "
                 "grader's own permissions, so its results cannot be trusted.", metadata={"deletable": False}))
-        return super().preprocess(nb, resources, km)
+        nb, resources = super().preprocess(nb, resources, km)
+        if self.cell_cpu_log:
+            graded = {cell.metadata.get("nbgrader", {}).get("grade_id", str(index)): round(self.cell_cpu[index], 3)
+                      for index, cell in enumerate(nb.cells)
+                      if index in self.cell_cpu and cell.metadata.get("nbgrader", {}).get("grade")}
+            with open(self.cell_cpu_log, "a") as log:  # one short write per line: parallel graders do not mix
+                log.write(json.dumps({"notebook": (resources or {}).get("unique_key", ""), "cells": graded}) + "\n")
+        return nb, resources
 
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
