@@ -86,6 +86,11 @@ def sample(grader: subprocess.Popen, stop: threading.Event, into: Sampled) -> No
     processes' resident memory, from the host side."""
     while not stop.is_set():
         in_kernels: set[int] = set()
+        try:
+            graders = [psutil.Process(grader.pid), *psutil.Process(grader.pid).children(recursive=True)]
+        except psutil.Error:
+            graders = []
+        launchers = {process.pid for process in graders}  # their direct children are bwrap, or a fork about to be
         for folder in kernel_cgroups():
             name = folder.name
             try:
@@ -99,16 +104,13 @@ def sample(grader: subprocess.Popen, stop: threading.Event, into: Sampled) -> No
             for pid in pids:
                 try:
                     process = psutil.Process(pid)
-                    if process.name() not in ("bwrap", "setpriv"):  # root by design, until setpriv drops
+                    # bwrap, setpriv and the grader's fork that execs bwrap are root by design, until setpriv drops
+                    if process.name() not in ("bwrap", "setpriv") and process.ppid() not in launchers:
                         into.uids.setdefault(name, set()).update(process.uids())
                         if 0 in process.uids():
                             into.root_processes.append(f"{process.name()}: {' '.join(process.cmdline())[:200]}")
                 except psutil.Error:
                     pass
-        try:
-            graders = [psutil.Process(grader.pid), *psutil.Process(grader.pid).children(recursive=True)]
-        except psutil.Error:
-            graders = []
         for process in graders:
             try:
                 if process.pid not in in_kernels and process.name() != "bwrap":
