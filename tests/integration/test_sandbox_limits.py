@@ -142,10 +142,20 @@ def test_without_a_cgroup_grading_says_so_and_keeps_the_watchdog():
     assert text(nb.cells[0]).strip() == "started"
 
 
+@needs_cgroup
 def test_the_cgroup_is_gone_once_the_kernel_is():
-    before = set(cgroup_folders())
-    run("print(1)")
-    assert set(cgroup_folders()) <= before
+    made: list[KernelCgroup] = []
+    create = KernelCgroup.create
+
+    def recorded(*args, **kwargs) -> KernelCgroup:
+        made.append(create(*args, **kwargs))
+        return made[-1]
+
+    with mock.patch.object(kernel.KernelCgroup, "create", side_effect=recorded):
+        run("print(1)")
+    assert len(made) == 1 and made[0].dirs
+    assert not any(folder.exists() for folder in made[0].dirs.values())
+    assert not any(folder.endswith(next(iter(made[0].dirs.values())).name) for folder in cgroup_folders())
 
 
 def cgroup_folders() -> list[str]:
