@@ -98,6 +98,8 @@ def sample(grader: subprocess.Popen, stop: threading.Event, into: Sampled) -> No
                 tasks = int((folder / "pids.current").read_text())
             except (OSError, ValueError):
                 continue
+            if not set(pids) & {process.pid for process in graders}:
+                continue  # another grader's kernel (a benchmark or test beside this one)
             in_kernels.update(pids)
             into.tasks[name] = max(into.tasks.get(name, 0), tasks)
             into.memory[name] = max(into.memory.get(name, 0), memory_of(name))
