@@ -90,7 +90,19 @@ def sample(grader: subprocess.Popen, stop: threading.Event, into: Sampled) -> No
             graders = [psutil.Process(grader.pid), *psutil.Process(grader.pid).children(recursive=True)]
         except psutil.Error:
             graders = []
-        launchers = {process.pid for process in graders}  # their direct children are bwrap, or a fork about to be
+        # The grading processes themselves (forks of the grader, its command line): their direct children are
+        # bwrap, or a fork about to exec it.
+        try:
+            command = psutil.Process(grader.pid).cmdline()
+        except psutil.Error:
+            command = []
+        launchers = set()
+        for process in graders:
+            try:
+                if process.cmdline() == command:
+                    launchers.add(process.pid)
+            except psutil.Error:
+                pass
         for folder in kernel_cgroups():
             name = folder.name
             try:
