@@ -19,15 +19,15 @@ Then, in the same run, it grades them with
 
 checks that the gradebooks hold identical scores for every test cell of every submission, and
 prints submissions per minute, CPU seconds per submission (the machine's busy time during the
-run: nbgrader, workers, templates, kernels, and anything else running), that CPU split into kernel start, cells,
+run: nbgrader, workers, kernels, and anything else running), that CPU split into kernel start, cells,
 nbgrader's bookkeeping and feedback (grader.grading.phases), and the ratios, stock
-cold over the floor among them: the bound on ours over stock, since no grader beats the floor. Every run uses the
-course's nbgrader configuration, so they grade exactly alike; stock nbgrader runs twice, with cold
-kernels as nbgrader starts them and with the course's warm kernels. Timings include each command's
-start-up. Last, the latency of `python -m grader check <lesson>` (what `make check` runs). Other
-work on the machine skews the figures: the load average is printed before and after. The machine's
-own speed drifts too, within minutes: `--rounds 2` runs everything twice, the second time in
-reverse order, and takes the ratios of the summed times, so that a steady drift cancels.
+cold over the floor among them: the bound on ours over stock, since no grader beats the floor. Every run
+uses the course's nbgrader configuration (every kernel cold, in its sandbox), so they grade exactly
+alike. Timings include each command's start-up. Last, the latency of `python -m grader check
+<lesson>` (what `make check` runs). Other work on the machine skews the figures: the load average
+is printed before and after. The machine's own speed drifts too, within minutes: `--rounds 2` runs
+everything twice, the second time in reverse order, and takes the ratios of the summed times, so
+that a steady drift cancels.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
     [lesson] = select_lessons([lesson])
     with tempfile.TemporaryDirectory(prefix="autograde-bench-") as scratch:
         root = keep or Path(scratch)
-        names = ("stock", "stock_warm", "ours", "bare")
+        names = ("stock", "ours", "bare")
         courses = {name: make_course(root / name, cell_timeout=timeout) for name in names}
         students = submit(list(courses.values()), lesson, count, exclude)
         cores = os.cpu_count()
@@ -178,9 +178,7 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
             report("floor: the cells alone, kernels started", seconds, cpu)
             return seconds
 
-        cold = ["--GuardedExecute.warm_kernels=False"]
-        steps = {"stock": lambda: stock("stock", cold, "stock nbgrader, cold kernels"),
-                 "stock_warm": lambda: stock("stock_warm", [], "stock nbgrader, warm kernels"),
+        steps = {"stock": lambda: stock("stock", [], "stock nbgrader, cold kernels"),
                  "ours": lambda: ours("ours", [], "python -m grader autograde"),
                  "bare": lambda: ours("bare", ["--unsafe-no-sandbox"], "  the same, --unsafe-no-sandbox"),
                  "floor": cells_alone}
@@ -200,12 +198,11 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
 
         graded = {name: scores(course, lesson, students) for name, course in courses.items()}
         differ = [s for s in students if len({json.dumps(graded[name][s], sort_keys=True) for name in names}) > 1]
-        print(f"scores identical in all four runs for {len(students) - len(differ)} of {len(students)} submissions")
+        print(f"scores identical in all three runs for {len(students) - len(differ)} of {len(students)} submissions")
         for student in differ[:10]:
             print(f"  {student}: " + "; ".join(f"{name} {graded[name][student]}" for name in names))
         ratio = runs["stock"] / runs["ours"]
         print(f"throughput, ours / stock nbgrader with cold kernels:      {ratio:.2f}x")
-        print(f"throughput, ours / stock nbgrader with warm kernels:      {runs['stock_warm'] / runs['ours']:.2f}x")
         print(f"ours / the floor (wall):                                  {runs['ours'] / floor_s:.2f}x")
         print(f"stock nbgrader with cold kernels / the floor (wall):      {runs['stock'] / floor_s:.2f}x"
               "   (no grader can beat the floor: the most any could reach over stock in this run)")

@@ -1,4 +1,4 @@
-"""Fixtures for every tier: the `lesson` parameter, and a registry of kernel templates of a test's own.
+"""Fixtures for every tier: the `lesson` parameter.
 
 A test that takes `lesson` runs once per lesson. Marked `core_lessons(id, ...)`, it runs for the
 lessons named under `make test`, and for the others only under `make test-all` (`more_cases`).
@@ -6,12 +6,9 @@ lessons named under `make test`, and for the others only under `make test-all` (
 
 from __future__ import annotations
 
-from unittest import mock
-
 import pytest
 
 from grader.course import lesson_ids
-from grader.sandbox import template
 
 
 def pytest_configure(config):
@@ -24,15 +21,3 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("lesson", [
             pytest.param(lesson, marks=() if core is None or lesson in core.args else pytest.mark.more_cases)
             for lesson in lesson_ids()])
-
-
-@pytest.fixture
-def own_templates():
-    """An empty template registry for this test (templates earlier tests left running are set aside).
-
-    Yields the registry; the templates started in it are stopped afterwards.
-    """
-    with mock.patch.dict(template._templates, clear=True):
-        yield template._templates
-        for started in list(template._templates.values()):
-            started.stop()

@@ -126,6 +126,9 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
     cached = sum(o.cached for o in graded)
     pool = f" with {workers} worker{'s' * (workers != 1)}" if workers else ""
     lines = ["UNSAFE: graded without the sandbox (--unsafe-no-sandbox); these grades cannot be trusted"] * unsafe
+    if any(f.name == "no-cgroup" for o in graded for f in o.flags):
+        lines.append("WEAKER: kernels had no cgroup of their own (flag no-cgroup): memory and processes only polled, "
+                     "time limits in wall time")
     lines += [f"{lesson}: {len(results)} submissions in {seconds:.0f} s{pool}",
              f"  graded                {len(graded):4d}" + (f" ({cached} already up to date)" if cached else "")]
 

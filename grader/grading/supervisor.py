@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from grader.grading.worker import Job, Result, grade, prepare, prime, ready
+from grader.grading.worker import Job, Result, grade, prepare, prime
 
 POLL = 0.5  # seconds between two looks at the running jobs
 EXIT_GRACE = 5.0  # seconds a retired process has to end once it is told to, before it is killed
@@ -83,7 +83,6 @@ def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | 
                 prime(job)
             except Exception as error:  # a cost, never a failure: each process then does it itself
                 print(f"lesson not primed: {job.lesson}: {type(error).__name__}: {error}", file=sys.stderr)
-        ready(jobs[0])  # the kernel template started while the lessons were primed: the processes share it
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by a fork
         stream.flush()
     # This process's objects kept out of the jobs' garbage collections: a collection that walked them

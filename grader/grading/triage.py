@@ -16,7 +16,14 @@ import nbformat
 from nbformat import NotebookNode
 
 from grader import notebook
-from grader.pipeline.guarded_execute import KERNEL_DIED, LIMIT_EXCEEDED, OUTPUT_CAPPED, SUBMISSION_TIMEOUT, UNSAFE
+from grader.pipeline.guarded_execute import (
+    KERNEL_DIED,
+    LIMIT_EXCEEDED,
+    OUTPUT_CAPPED,
+    SUBMISSION_TIMEOUT,
+    UNSAFE,
+    WATCHDOG_ONLY,
+)
 from grader.pipeline.repair_cells import STRIPPED, another_lesson, too_large
 
 
@@ -49,6 +56,8 @@ FLAGS = {
                            review=True),
     "unsafe-no-sandbox": Kind("graded without the sandbox (--unsafe-no-sandbox): the result cannot be trusted",
                               review=True),
+    "no-cgroup": Kind("the kernel had no cgroup of its own: memory and processes were only watched by polling, "
+                      "and time limits counted wall time"),
     "manual-grade": Kind("nbgrader asks for manual grading of {}", review=True),
     "feedback-failed": Kind("feedback could not be generated", review=True),
 }
@@ -152,6 +161,7 @@ def run_flags(autograded: NotebookNode) -> list[Flag]:
     """Flags for what happened while the cells ran: time-outs, the memory limit, a dead kernel,
     truncated output."""
     flags: list[Flag] = [Flag("unsafe-no-sandbox")] if autograded.metadata.get(UNSAFE) else []
+    flags += [Flag("no-cgroup")] if autograded.metadata.get(WATCHDOG_ONLY) else []
     for index, cell in enumerate(autograded.cells, start=1):
         where = notebook.grade_id(cell) or f"cell {index}"
         for output in cell.get("outputs", []):

@@ -33,7 +33,6 @@ from grader import notebook
 from grader.course import Layout, nbgrader_api, nbgrader_config
 from grader.grading import phases, triage
 from grader.grading.triage import Flag
-from grader.sandbox.template import TemplateError, template_for
 
 
 @dataclass(frozen=True)
@@ -181,8 +180,6 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
         config.GuardedExecute.memory_limit = memory_limit
     config.GuardedExecute.sandbox = sandbox
     api = nbgrader_api(config)
-    if _warm_kernels(config):
-        warm_up(config)
     return api, api.coursedir
 
 
@@ -222,28 +219,6 @@ def _import_pipelines(config, lesson: str) -> None:
     load_spec(lesson)
     seeded(0, lesson)
     KernelSpecManager().get_kernel_spec(config.Execute.get("kernel_name", "python3"))
-
-
-def warm_up(config, *, wait: bool = False) -> None:
-    """Start this process's kernel template now (`wait`: and wait until it is ready), so that
-    processes forked from it once it is ready share it."""
-    try:
-        template_for(env=dict(config.GuardedExecute.get("kernel_env", {})),
-                     tmpfs_size=int(config.GuardedExecute.get("disk_limit", 0)), wait=wait)
-    except TemplateError as error:  # each kernel then starts cold, as safely
-        warnings.warn(f"kernels start cold: {error}", RuntimeWarning, stacklevel=2)
-
-
-def ready(job: Job) -> None:
-    """Wait until the kernel template that `prepare(job)` started is ready to fork kernels."""
-    api, _ = prepare(job)
-    if _warm_kernels(api.config):
-        warm_up(api.config, wait=True)
-
-
-def _warm_kernels(config) -> bool:
-    """Whether kernels graded with `config` are forked from a template (sandboxed ones only)."""
-    return bool(config.GuardedExecute.sandbox and config.GuardedExecute.get("warm_kernels", True))
 
 
 @cache

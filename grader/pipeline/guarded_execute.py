@@ -4,13 +4,18 @@
 
 - the sandbox (grader.sandbox): each kernel is a fresh process in its own bubblewrap namespaces,
   with no network, a read-only view of the Python environment and nothing else of the machine,
-  talking to the grader over IPC sockets. Where the sandbox cannot start, grading refuses with
-  the reason; `sandbox = False` (`--unsafe-no-sandbox`) runs kernels unconfined and says so in
-  the notebook's metadata and first cell, which the feedback, CSV and summary repeat;
-- limits per submission: address space per process, resident memory and process count of the
-  kernel's whole tree, file size, the size of each writable tmpfs, time per cell (nbclient's
-  `timeout`) and per notebook, and output in bytes per cell and per notebook (kept as received,
-  so a huge output never sits in the grader's memory);
+  talking to the grader over IPC sockets, as a host uid of its own when the grader is root, in a
+  cgroup of its own. Where the sandbox cannot start, grading refuses with the reason;
+  `sandbox = False` (`--unsafe-no-sandbox`) runs kernels unconfined and says so in the notebook's
+  metadata and first cell, which the feedback, CSV and summary repeat. Where no cgroup can be made,
+  the notebook's metadata says so (`WATCHDOG_ONLY`), and the CSV and summary repeat it;
+- limits per submission: address space per process, memory and tasks of the kernel's cgroup,
+  file size, the size of each writable tmpfs, time per cell and per notebook, message size at the
+  socket, and output in bytes per cell and per notebook (kept as received, so a huge output
+  never sits in the grader's memory);
+- time per cell (`timeout`) counts the CPU time of the kernel's cgroup, so a busy machine does not
+  cost an honest cell its points; wall time stops a cell only at `wall_timeout_factor` times that
+  (a cell that sleeps or waits). Without a cgroup, `timeout` is wall time, as in nbgrader;
 - a kernel that dies, or ignores the interrupt after a time-out, ends the notebook, not the
   submission: the cell that was running gets an error output and every later code cell is marked
   as not run. nbgrader then scores the test cells that ran before and gives 0 to the others;
@@ -47,8 +52,10 @@ KERNEL_DIED = "KernelDied"
 NOT_RUN = "NotRun"
 OUTPUT_CAPPED = "OutputLimit"
 SUBMISSION_TIMEOUT = "SubmissionTimeout"
-LIMIT_EXCEEDED = "LimitExceeded"  # the watchdog killed the kernel's tree (memory or processes)
+LIMIT_EXCEEDED = "LimitExceeded"  # the kernel was killed for a limit (memory, processes, message size, CPU)
+CPU_TIMEOUT = "CellTimeoutError"  # the cell used its CPU time limit and was interrupted
 UNSAFE = "graded_without_sandbox"  # notebook metadata key set when the sandbox was off
+WATCHDOG_ONLY = "graded_without_cgroup"  # notebook metadata key: why the kernel had no cgroup
 EXECUTION_VARIABLE = "NBGRADER_EXECUTION"  # "autograde" in the grading process (nbgrader sets it)
 INTERRUPT_GRACE = 5  # seconds a timed-out cell has to stop after the interrupt before the kernel is killed
 
@@ -69,8 +76,14 @@ class GuardedExecute(Execute):
     output_bytes_per_cell = Integer(0, help="Bytes of output kept per cell; 0: no limit.").tag(config=True)
     output_bytes_per_notebook = Integer(0, help="Bytes of output kept per notebook; 0: no limit.").tag(config=True)
     kernel_env = Dict({}, help="Environment variables set for each submission's kernel.").tag(config=True)
-    warm_kernels = Bool(True, help="Fork each kernel from a warm template in its own sandbox (grader.sandbox."
-                                   "template) rather than start it cold; the confinement is the same.").tag(config=True)
+    max_message_bytes = Integer(32 * 1024**2, help="Bytes of the largest message part the grader accepts from a "
+                                                   "kernel (refused at the socket, before parsing; the kernel is then "
+                                                   "stopped); 0: no limit.").tag(config=True)
+    cell_cpu_log = Unicode("", help="A file to which each graded notebook appends one JSON line: the CPU seconds "
+                                    "of each graded cell (where counted), by grade_id. Empty: none written."
+                            ).tag(config=True)
+    wall_timeout_factor = Integer(4, help="Where a cell's CPU time is counted (a cgroup), the wall-clock limit of a "
+                                          "cell is this many times `timeout`.").tag(config=True)
     grading_shortcuts = Bool(True, help="Tell each kernel that it is being graded (NBGRADER_EXECUTION, as nbgrader "
                                         "set it for this process), so that lessons run their demonstrations at a "
                                         "smaller size, and start it with shortcut_arguments. False: every cell "
@@ -87,6 +100,7 @@ class GuardedExecute(Execute):
     raise_on_iopub_timeout = Bool(False, help=Execute.raise_on_iopub_timeout.help).tag(config=True)
 
     _stopped = ""  # why the kernel is gone ("" while it runs)
+    cell_cpu: dict[int, float]  # after preprocess: CPU seconds of each code cell (by index) where counted
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped, self._started = "", time.monotonic()
@@ -94,6 +108,7 @@ class GuardedExecute(Execute):
         self._bytes: dict[int, int] = {}
         self._notebook_bytes = 0
         self._capped: set[int] = set()
+        self.cell_cpu = {}
         if self.sandbox:
             probe()  # refuses with the reason where the sandbox cannot start
             self.kernel_manager_class = SandboxedKernelManager
@@ -102,16 +117,23 @@ class GuardedExecute(Execute):
             nb.cells.insert(0, new_markdown_cell(
                 "**Graded without the sandbox** (`--unsafe-no-sandbox`): this submission's code ran with the "
                 "grader's own permissions, so its results cannot be trusted.", metadata={"deletable": False}))
-        return super().preprocess(nb, resources, km)
+        nb, resources = super().preprocess(nb, resources, km)
+        if self.cell_cpu_log:
+            graded = {cell.metadata.get("nbgrader", {}).get("grade_id", str(index)): round(self.cell_cpu[index], 3)
+                      for index, cell in enumerate(nb.cells)
+                      if index in self.cell_cpu and cell.metadata.get("nbgrader", {}).get("grade")}
+            with open(self.cell_cpu_log, "a") as log:  # one short write per line: parallel graders do not mix
+                log.write(json.dumps({"notebook": (resources or {}).get("unique_key", ""), "cells": graded}) + "\n")
+        return nb, resources
 
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
         if isinstance(km, SandboxedKernelManager):
-            for limit in ("memory_limit", "tree_memory_limit", "max_processes", "file_size_limit", "disk_limit"):
+            for limit in ("memory_limit", "tree_memory_limit", "max_processes", "file_size_limit", "disk_limit",
+                          "max_message_bytes"):
                 setattr(km, limit, getattr(self, limit))
             km.sandbox_env = self.kernel_environment()
             km.course_files = dict(self.course_files)
-            km.warm = self.warm_kernels
         return km
 
     def kernel_environment(self) -> dict[str, str]:
@@ -140,6 +162,10 @@ class GuardedExecute(Execute):
 
     async def async_start_new_kernel_client(self):
         client = await super().async_start_new_kernel_client()
+        isolation = getattr(self.km, "isolation", "")
+        if isolation.startswith("no cgroup"):
+            self.nb.metadata[WATCHDOG_ONLY] = isolation
+            self.log.warning("kernel without a cgroup of its own: %s", isolation)
         if phases.enabled():  # the kernel is ready: what starting it cost
             self._ready_cpu = time.process_time(), phases.tree_cpu(self._kernel_pid())
             self._phases = {"kernel_start": self._ready_cpu[0] - self._setup_cpu + self._ready_cpu[1]}
@@ -180,10 +206,18 @@ class GuardedExecute(Execute):
             cell.outputs = [_error(NOT_RUN, f"not run: {self._stopped} in an earlier cell")]
             cell.execution_count = None
             return cell, self.resources
+        configured = self.timeout
+        counted = isinstance(self.km, SandboxedKernelManager) and self.km.start_cell(configured or 0)
+        if counted:  # the limit is CPU time; wall time only a backstop
+            self.timeout = configured * self.wall_timeout_factor
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            if counted and self.km.cell_over_cpu:
+                cell.outputs.append(_error(CPU_TIMEOUT, f"the cell used more than {configured} s of CPU time "
+                                                        "and was interrupted"))
+            return cell, resources
         except DeadKernelError:
-            killed_for = getattr(self.km, "killed_for", "")
+            killed_for = self.km.stop_reason() if isinstance(self.km, SandboxedKernelManager) else ""
             if killed_for:
                 self._stopped = f"the kernel was stopped: {killed_for}"
                 cell.outputs.append(_error(LIMIT_EXCEEDED, self._stopped))
@@ -194,6 +228,11 @@ class GuardedExecute(Execute):
                 cell.outputs.append(_error(KERNEL_DIED, "the kernel died while running this cell "
                                            "(os._exit(), a crash, or the memory limit)"))
             return cell, self.resources
+        finally:
+            self.timeout = configured
+            used = self.km.end_cell() if counted else None
+            if used is not None:
+                self.cell_cpu[index] = used
 
     async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None):
         """Interrupt a timed-out cell; a kernel that does not stop within INTERRUPT_GRACE is killed."""

@@ -1,1 +1,1 @@
-"""Confinement of submission kernels: bubblewrap namespaces, a read-only view of Python, and limits."""
+"""Confinement of submission kernels: bubblewrap namespaces, a host uid and a cgroup of their own, and limits."""

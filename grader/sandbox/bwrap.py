@@ -2,42 +2,48 @@
 
 What the kernel gets (`Sandbox.command`):
 
-- new user, PID, network, mount, IPC, UTS and cgroup namespaces (`--unshare-all`), no network
-  at all, no capabilities, `--die-with-parent` and `--new-session`; inside it is uid/gid 65534;
+- new PID, network, mount, IPC, UTS and cgroup namespaces, no network at all, `--die-with-parent`
+  and `--new-session`; the kernel is PID 1 of its namespace (`--as-pid-1`);
 - read-only: the system's `/usr`, `/lib*`, `/bin`, `/sbin` and the Python environment
-  (`sys.prefix` and `sys.base_prefix`), nothing else of the machine: no course, no grading state,
-  no trusted specs, no gradebook, no nbgrader config, no other submission, no `/etc`, no `/root`;
-- writable, size-limited tmpfs: `/tmp`, a fresh `HOME` (with `IPYTHONDIR`, Jupyter's and
-  matplotlib's folders) and the working directory, which holds a copy of the files of the
-  notebook's own folder and of the course files every kernel gets (`course_files`: the lessons'
-  helper module), which the notebook imports from there;
-- the per-submission run folder (connection file and IPC sockets) bound at the same path.
+  (`sys.prefix` and `sys.base_prefix`, bound at their own paths; the folders above them are
+  bwrap's, made for the sandbox, so a Python under a folder only root may enter, such as
+  `/root/...`, is still readable inside), nothing else of the machine: no course, no grading
+  state, no trusted specs, no gradebook, no nbgrader config, no other submission, no `/etc`, no
+  `/root`;
+- its own `/dev` (bwrap's `--dev`) with its own, size-limited `/dev/shm`; writable, size-limited
+  tmpfs folders: `/tmp`, a fresh `HOME` (with `IPYTHONDIR`, Jupyter's and matplotlib's folders)
+  and the working directory, which holds a copy of the files of the notebook's own folder and of
+  the course files every kernel gets (`course_files`: the lessons' helper module), which the
+  notebook imports from there;
+- the per-submission run folder (connection file and IPC sockets) bound at the same path;
+- where libseccomp is available, a seccomp filter that refuses the keyring calls (grader.sandbox.seccomp).
 
-Run as root, bwrap maps the sandbox's uid to root outside: it can then read and write only what
-is bound above, but the kernel process is owned by root on the host. Where the Python
-environment is reachable by an unprivileged user, root starts bwrap through `setpriv` with a
-uid of its own per submission instead (`Sandbox.real_uid`), so the kernel is an ordinary
-unprivileged user on the host too.
+Who the kernel is on the host: run as root, bwrap makes no user namespace; `setpriv` (util-linux),
+run inside the sandbox after the binds, drops to `host_uid` (one of its own per kernel) with no
+groups, no capabilities in any set and no new privileges. Run as an ordinary user, bwrap's own user
+namespace makes the kernel uid 65534 without capabilities inside, which is the grader's uid outside:
+an ordinary user has no other uid to give it.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-SANDBOX_UID = 65534  # the uid (and gid) the kernel has inside its user namespace
+from grader.sandbox.seccomp import filter_fd
+
+SANDBOX_UID = 65534  # the uid (and gid) the kernel has inside its user namespace (ordinary user only)
 HOME = "/home/student"
 WORKDIR = f"{HOME}/work"
 SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
-TEMPLATE_SERVER = "/opt/grader/template_server.py"  # where a warm template's code is bound in its sandbox
 MAX_COPIED_FILE = 16 * 1024**2  # bytes: larger files of the notebook's folder are not copied in
 MAX_COPIED_FILES = 200  # files of the notebook's folder copied in, in name order; the rest stay out
+SETPRIV = "/usr/bin/setpriv"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -65,70 +71,67 @@ def python_dirs() -> list[str]:
     return sorted(dirs)
 
 
-def reachable_by_others(path: str) -> bool:
-    """Whether an unprivileged user of another uid can reach and read `path` (o+x on every parent)."""
-    parts = Path(path).resolve().parts
-    for depth in range(1, len(parts) + 1):
-        mode = os.stat(Path(*parts[:depth])).st_mode
-        if not mode & stat.S_IXOTH:
-            return False
-    return bool(os.stat(path).st_mode & stat.S_IROTH)
-
-
 @dataclass(frozen=True)
 class Sandbox:
     """One submission's confinement. Sizes are bytes; 0 means no limit for that line."""
 
     rundir: Path  # connection file and IPC sockets, bound read-write at the same path
-    tmpfs_size: int = 256 * 1024**2  # each of /tmp, HOME and the working directory
-    real_uid: int | None = None  # run as this host uid through setpriv (root only); None: mapped uid
+    tmpfs_size: int = 256 * 1024**2  # each of /tmp, HOME, the working directory and /dev/shm
+    host_uid: int | None = None  # root only: the kernel's own host uid (and gid), dropped to with setpriv
     env: dict[str, str] = field(default_factory=dict)  # the kernel's whole environment (bwrap clears the rest)
     course_files: dict[str, str] = field(default_factory=dict)  # name -> path, copied into the working directory
 
-    def command(self, kernel_cmd: list[str], *, cwd: str | None = None,
-                template: Path | None = None) -> tuple[list[str], list[int]]:
+    def command(self, kernel_cmd: list[str], *, cwd: str | None = None) -> tuple[list[str], list[int]]:
         """(argv, file descriptors to pass) that run `kernel_cmd` in this sandbox.
 
-        With `template` (grader/sandbox/template_server.py), that file is bound read-only at
-        TEMPLATE_SERVER and the process is uid 0 of its user namespace with the capabilities
-        it needs to make each kernel's namespaces (grader.sandbox.template); it still sees only
-        what is listed above. The caller must close the descriptors once the process has started.
+        The caller must close the descriptors once the process has started.
         """
-        user = ["--uid", "0", "--gid", "0", "--cap-add", "ALL"] if template else \
-            ["--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
-        args = [bwrap_executable(), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", *user,
+        if self.host_uid is not None:
+            namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup"]
+            # Folders the kernel writes are bwrap's (root's) inside its own sandbox: open to it by their mode.
+            open_dir = ["--perms", "0777"]
+        else:
+            namespaces = ["--unshare-all", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+            open_dir = []
+        # --as-pid-1: the kernel is PID 1 of its namespace, so nothing inside can signal it to death.
+        args = [bwrap_executable(), *namespaces, "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv",
                 "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"]
-        if template:
-            args += ["--ro-bind", str(template), TEMPLATE_SERVER]
+        size = ["--size", str(self.tmpfs_size)] if self.tmpfs_size else []
+        args += [*size, "--perms", "1777", "--tmpfs", "/dev/shm"]
         for path in SYSTEM_DIRS:
             if os.path.islink(path):
                 args += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
-        size = ["--size", str(self.tmpfs_size)] if self.tmpfs_size else []
-        args += [*size, "--tmpfs", "/tmp", *size, "--tmpfs", HOME, *size, "--tmpfs", WORKDIR]
+        args += [*size, "--perms", "1777", "--tmpfs", "/tmp", *size, *open_dir, "--tmpfs", HOME,
+                 *size, *open_dir, "--tmpfs", WORKDIR]
         for path in python_dirs():  # after the tmpfs mounts, which would hide an environment under /tmp
-            args += ["--ro-bind", path, path]
-        for folder in (".ipython", ".jupyter", ".local/share/jupyter/runtime", ".config/matplotlib"):
-            args += ["--dir", f"{HOME}/{folder}"]
+            args += [*traversable_parents(path), "--ro-bind", path, path]
+        for folder in (".ipython", ".jupyter", ".local", ".local/share", ".local/share/jupyter",
+                       ".local/share/jupyter/runtime", ".config", ".config/matplotlib"):
+            args += [*open_dir, "--dir", f"{HOME}/{folder}"]
         args += ["--bind", str(self.rundir), str(self.rundir)]
         fds = []
         for name, source in copied_files(cwd, self.course_files):
             fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
             fds.append(fd)
-            args += ["--file", str(fd), f"{WORKDIR}/{name}"]
+            args += ["--perms", "0644", "--file", str(fd), f"{WORKDIR}/{name}"]
         font_cache = matplotlib_font_cache()
         if font_cache is not None:
             fd = os.open(font_cache, os.O_RDONLY)
             fds.append(fd)
-            args += ["--file", str(fd), f"{HOME}/.config/matplotlib/{font_cache.name}"]
+            args += ["--perms", "0644", "--file", str(fd), f"{HOME}/.config/matplotlib/{font_cache.name}"]
+        seccomp = filter_fd()
+        if seccomp is not None:
+            fds.append(seccomp)
+            args += ["--seccomp", str(seccomp)]
         for key, value in self.kernel_env().items():
             args += ["--setenv", key, value]
-        args += ["--chdir", WORKDIR, "--", *kernel_cmd]
-        if self.real_uid is not None:
-            args = ["setpriv", f"--reuid={self.real_uid}", f"--regid={self.real_uid}", "--clear-groups",
-                    "--inh-caps=-all", "--bounding-set=-all", "--", *args]
-        return args, fds
+        args += ["--chdir", WORKDIR, "--"]
+        if self.host_uid is not None:
+            args += [SETPRIV, f"--reuid={self.host_uid}", f"--regid={self.host_uid}", "--clear-groups",
+                     "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        return [*args, *kernel_cmd], fds
 
     def kernel_env(self) -> dict[str, str]:
         """The kernel's environment: what the grader allows, with HOME and Jupyter's folders in the sandbox."""
@@ -137,6 +140,18 @@ class Sandbox:
         return {**base, **self.env, "HOME": HOME, "IPYTHONDIR": f"{HOME}/.ipython",
                 "JUPYTER_CONFIG_DIR": f"{HOME}/.jupyter", "JUPYTER_RUNTIME_DIR": f"{HOME}/.local/share/jupyter/runtime",
                 "MPLCONFIGDIR": f"{HOME}/.config/matplotlib", "TMPDIR": "/tmp"}
+
+
+def traversable_parents(path: str) -> list[str]:
+    """bwrap options that make the folders above `path` in the sandbox (mode 755, whatever the host's
+    mode): a Python under `/root/...` is then reachable by the kernel's unprivileged uid."""
+    options: list[str] = []
+    parents = list(reversed(Path(path).parents))[1:]  # from the top, without "/"
+    for parent in map(str, parents):
+        if parent in ("/tmp", HOME) or any(parent == top or parent.startswith(top + "/") for top in SYSTEM_DIRS):
+            continue
+        options += ["--perms", "0755", "--dir", parent]
+    return options
 
 
 def copied_files(cwd: str | None, course_files: dict[str, str] | None = None) -> list[tuple[str, str]]:
@@ -189,7 +204,6 @@ def probe() -> None:
                                  f"disabled?): {done.stderr.strip() or done.returncode}")
 
 
-def real_uid_possible() -> bool:
-    """Root, and the Python environment readable by other users: kernels can run as a uid of their own."""
-    return (hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("setpriv") is not None
-            and all(reachable_by_others(path) for path in python_dirs()))
+def own_uids_possible() -> bool:
+    """Root with util-linux's setpriv: each kernel can run as a host uid of its own."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0 and os.path.exists(SETPRIV)

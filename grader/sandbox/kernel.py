@@ -1,50 +1,54 @@
-"""A jupyter_client kernel manager whose kernels start in a bubblewrap sandbox, with per-submission limits.
+"""A jupyter_client kernel manager whose kernels start in a bubblewrap sandbox, each in a cgroup of its own.
 
 `SandboxedKernelManager` is what grader.pipeline.guarded_execute gives nbclient as its
-`kernel_manager_class`. Each kernel gets:
+`kernel_manager_class`. Each kernel is started cold, used for one notebook and killed. It gets:
 
 - its own run folder (mode 700) holding the connection file and the IPC sockets: the transport is
   `ipc`, never TCP, so there is no port for anything else on the machine to reach;
-- the sandbox of grader.sandbox.bwrap;
-- rlimits set between fork and exec, inherited by everything it starts: address space per process
-  (`memory_limit`), file size (`file_size_limit`), no core files, and, when it runs as a uid of its
-  own, the number of processes (`max_processes`);
-- a watchdog in the grading process that adds up the resident memory and counts the processes of
-  the kernel's whole tree every `WATCH_INTERVAL` seconds, and kills the tree when either goes over
-  `tree_memory_limit` or `max_processes` (`killed_for` then says why);
-- when the kernel is shut down, bwrap and everything in its PID namespace are killed and the run
-  folder is removed.
+- the sandbox of grader.sandbox.bwrap, and, when the grader runs as root, a host uid of its own,
+  chosen at random from `UID_RANGE` (which no file of the machine is expected to own) and held by
+  the run folder's name, so no two kernels of the machine share one;
+- its own cgroup (grader.sandbox.cgroup), made before it starts and removed after: memory
+  (`tree_memory_limit`, shm, tmpfs and memfd pages included), tasks (`max_processes`, threads
+  included), the same CPU weight as every other kernel, and the CPU time a cell uses
+  (`start_cell`/`end_cell`: a cell over its CPU limit is interrupted, then killed if it carries on);
+  where no cgroup can be made, `isolation` says so and a watchdog in the grading process adds up
+  the resident memory and counts the processes of the kernel's tree every `WATCH_INTERVAL` seconds;
+- rlimits set between fork and exec: address space per process (`memory_limit`), file size
+  (`file_size_limit`), no core files, and, with a uid of its own, the number of processes;
+- stdin, stdout and stderr on /dev/null: nothing it writes reaches the grader's terminal or log;
+- clients whose sockets refuse any message over `max_message_bytes` before it is parsed
+  (grader.sandbox.client); a kernel that sends one is killed (`killed_for` says why).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import os
+import random
 import resource
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
+import zmq
 from jupyter_client import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Bool, Dict, Integer, Type, Unicode
+from traitlets import Dict, Integer, Type, Unicode
 
-from grader.sandbox.bwrap import Sandbox, copied_files, real_uid_possible
+from grader.sandbox.bwrap import Sandbox, own_uids_possible
+from grader.sandbox.cgroup import CgroupUnavailable, KernelCgroup
 from grader.sandbox.client import PromptKernelClient
-from grader.sandbox.template import Template, TemplateError, kernel_args, template_for
 
-WATCH_INTERVAL = 0.1  # seconds between two looks at the kernel's process tree
-_uids = itertools.count(0)
-
-
-def _next_uid() -> int:
-    """A host uid for the next kernel of this process, distinct from those of other grading processes."""
-    return 200_000 + (os.getpid() % 40_000) * 20 + next(_uids) % 20
+WATCH_INTERVAL = 0.1  # seconds between two looks at the kernel
+INTERRUPT_GRACE = 5.0  # seconds a cell over its CPU limit has to stop after the interrupt before the kernel is killed
+UID_RANGE = (1_500_000_000, 2_000_000_000)  # host uids given to kernels, one each, when the grader is root
+RUN_FOLDER = "grader-kernel-"
 
 
 def _memory(process: psutil.Process) -> int:
@@ -101,13 +105,17 @@ class SandboxProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         km: SandboxedKernelManager = self.parent
-        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, real_uid=km.real_uid, env=km.sandbox_env,
+        if km.host_uid is not None:  # the kernel reads its connection file as its own user
+            os.chown(km.connection_file, km.host_uid, km.host_uid)
+        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, host_uid=km.host_uid, env=km.sandbox_env,
                           course_files=dict(km.course_files))
         argv, fds = sandbox.command(cmd, cwd=str(kwargs.pop("cwd", "") or ""))
         kwargs["pass_fds"] = fds
         kwargs["cwd"] = str(km.rundir)
         kwargs["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is set inside
-        kwargs["preexec_fn"] = km.set_limits
+        kwargs["preexec_fn"] = km.enter_limits
+        # Never the grader's own stdout and stderr: what the kernel writes there goes nowhere.
+        kwargs["stdin"] = kwargs["stdout"] = kwargs["stderr"] = subprocess.DEVNULL
         try:
             info = await super().launch_kernel(argv, **kwargs)
         finally:
@@ -131,128 +139,121 @@ class SandboxProvisioner(LocalProvisioner):
         self.parent.remove_rundir()
 
 
-class ForeignProcess:
-    """What jupyter_client needs of a Popen, for a kernel process that is not this process's child."""
-
-    stdin = stdout = stderr = None
-    returncode: int | None = None
-
-    def __init__(self, pid: int):
-        self.pid = pid
-        self._process = psutil.Process(pid)
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            try:
-                if self._process.status() == psutil.STATUS_ZOMBIE:
-                    self.returncode = -signal.SIGKILL
-            except psutil.Error:
-                self.returncode = -signal.SIGKILL  # reaped by the template: the code is not ours to read
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        with contextlib.suppress(psutil.Error):
-            self._process.wait(timeout)
-        self.returncode = self.poll() if self.returncode is None else self.returncode
-        return self.returncode if self.returncode is not None else -signal.SIGKILL
-
-    def send_signal(self, signum: int) -> None:
-        with contextlib.suppress(psutil.Error):
-            self._process.send_signal(signum)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-
-class WarmProvisioner(SandboxProvisioner):
-    """Forks the kernel from this process's warm template (grader.sandbox.template) instead of starting it cold."""
-
-    async def launch_kernel(self, cmd: list[str], **kwargs):
-        km: SandboxedKernelManager = self.parent
-        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, env=km.sandbox_env)
-        limits = {"memory": km.memory_limit, "file_size": km.file_size_limit, "processes": km.max_processes}
-        pid = km.template.start_kernel(rundir=km.rundir, args=kernel_args(cmd), env=sandbox.kernel_env(),
-                                       limits=limits, tmpfs_size=km.disk_limit,
-                                       files=copied_files(str(kwargs.get("cwd", "") or ""), dict(km.course_files)))
-        self.process = ForeignProcess(pid)
-        self.pid, self.pgid, self.cwd = pid, None, str(km.rundir)
-        km.start_watchdog(pid)
-        return self.connection_info
-
-
 class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager for one sandboxed, single-use kernel."""
 
     memory_limit = Integer(0, help="Bytes of address space (RLIMIT_AS) of each process; 0: none.").tag(config=True)
-    tree_memory_limit = Integer(0, help="Bytes of resident memory of the kernel's whole process tree; 0: none.")
-    max_processes = Integer(0, help="Processes (and threads, for RLIMIT_NPROC) the kernel's tree may have; 0: none.")
+    tree_memory_limit = Integer(0, help="Bytes of memory of the kernel's cgroup (or, without one, resident memory "
+                                        "of its process tree); 0: none.")
+    max_processes = Integer(0, help="Tasks (processes and threads) of the kernel's cgroup (or, without one, "
+                                    "processes of its tree); 0: none.")
     file_size_limit = Integer(0, help="Bytes of the largest file the kernel may write (RLIMIT_FSIZE); 0: none.")
-    disk_limit = Integer(0, help="Bytes of each writable tmpfs in the sandbox; 0: no size given.")
+    disk_limit = Integer(0, help="Bytes of each writable tmpfs in the sandbox (and /dev/shm); 0: no size given.")
+    max_message_bytes = Integer(0, help="Bytes of the largest message part a client accepts; 0: no limit.")
     sandbox_env = Dict({}, help="Environment variables of the kernel (nothing else of the grader's reaches it).")
     course_files = Dict({}, help="name -> path of course files copied into the kernel's working folder, "
                                  "beside the notebook's own (the lessons' helper module).")
-    killed_for = Unicode("", help="Set when the watchdog killed the kernel: what it exceeded.")
+    killed_for = Unicode("", help="Set when the kernel was killed for a limit: what it exceeded.")
+    isolation = Unicode("", help="Set at start: the kernel's cgroup, or why it has none and only the watchdog.")
     client_factory = Type(PromptKernelClient, klass=PromptKernelClient)  # ready without 0.2 s of silence
-    warm = Bool(True, help="Fork the kernel from this process's warm template (grader.sandbox.template); "
-                           "False, or a template that cannot start: a cold kernel in its own bwrap.")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.transport = "ipc"
-        self.template: Template | None = None
         self.rundir: Path | None = None
+        self.host_uid: int | None = None
+        self.cgroup: KernelCgroup | None = None
         self._watchdog: asyncio.Task | None = None
         self._root_pid: int | None = None
+        self._client: PromptKernelClient | None = None
+        self._cell: tuple[float, float] | None = None  # (CPU seconds at the cell's start, its CPU limit)
+        self._interrupted_at: float | None = None
+        self.cell_over_cpu = False  # the last cell went over its CPU limit and was interrupted
 
     def _prepare_rundir(self) -> None:
-        """The run folder: inside the warm template's folder when there is one, else on its own."""
-        if self.warm and kernel_args(self.kernel_spec.argv) is not None:
-            try:
-                self.template = template_for(env=dict(self.sandbox_env), tmpfs_size=self.disk_limit)
-            except TemplateError as error:
-                self.log.warning("starting a cold kernel: %s", error)
-        if self.template is not None:
-            self.rundir, self.real_uid = self.template.new_rundir(), self.template.real_uid
+        """The run folder, the host uid (root only) and the cgroup, all before the kernel starts."""
+        if own_uids_possible():
+            while True:  # the folder's name holds the uid: no two kernels of this machine get the same one
+                uid = random.randrange(*UID_RANGE)
+                rundir = Path(tempfile.gettempdir()) / f"{RUN_FOLDER}{uid}"
+                try:
+                    rundir.mkdir(mode=0o700)
+                    break
+                except FileExistsError:
+                    continue
+            os.chown(rundir, uid, uid)
+            self.rundir, self.host_uid = rundir, uid
         else:
-            self.rundir = Path(tempfile.mkdtemp(prefix="grader-kernel-"))
-            self.real_uid = _next_uid() if real_uid_possible() else None
-            if self.real_uid is not None:
-                os.chown(self.rundir, self.real_uid, self.real_uid)
+            self.rundir = Path(tempfile.mkdtemp(prefix=RUN_FOLDER))
+        # Kernels whose grading process was killed left their cgroups behind (their run folders are gone).
+        KernelCgroup.sweep(RUN_FOLDER, lambda name: (self.rundir.parent / name).exists())
+        try:
+            self.cgroup = KernelCgroup.create(self.rundir.name, memory=self.tree_memory_limit, tasks=self.max_processes)
+            self.isolation = self.cgroup.describe()
+        except CgroupUnavailable as error:
+            self.isolation = f"no cgroup ({error}): memory and processes watched by polling"
         self.ip = str(self.rundir / "kernel")  # ipc needs an absolute path, or kernel and client disagree
         self.connection_file = str(self.rundir / "connection.json")
+        if self.max_message_bytes:  # this manager's own socket (control) refuses over-size messages too
+            self.context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
 
-    async def _async_pre_start_kernel(self, **kw):
+    async def start_kernel(self, **kw) -> None:
+        """Make the run folder, uid and cgroup, install the sandbox's provisioner, then start as jupyter_client does."""
         if self.provisioner is None:
             self._prepare_rundir()
             self.kernel_id = self.kernel_id or kw.pop("kernel_id", None) or os.urandom(16).hex()
-            provisioner = WarmProvisioner if self.template is not None else SandboxProvisioner
-            self.provisioner = provisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+            self.provisioner = SandboxProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
             # Interrupts travel as a control message: a signal to bwrap would not reach the kernel.
             self.kernel_spec.interrupt_mode = "message"
-        cmd, kw = await super()._async_pre_start_kernel(**kw)
-        if self.real_uid is not None:  # the kernel reads its connection file as its own user
-            os.chown(self.connection_file, self.real_uid, self.real_uid)
-        return cmd, kw
+        await super().start_kernel(**kw)
 
-    def set_limits(self) -> None:
-        """Runs in the child between fork and exec; the limits hold for bwrap, the kernel and its children."""
+    def client(self, **kwargs) -> PromptKernelClient:
+        """A client whose sockets refuse messages over max_message_bytes; the watchdog watches it."""
+        kwargs.setdefault("max_message_bytes", self.max_message_bytes)
+        self._client = super().client(**kwargs)
+        return self._client
+
+    def enter_limits(self) -> None:
+        """Runs in the child between fork and exec: into the cgroup, and the rlimits, for bwrap, the
+        kernel and everything it starts."""
+        if self.cgroup is not None:
+            self.cgroup.join()
         limits = [(resource.RLIMIT_CORE, 0)]
         if self.memory_limit:
             limits.append((resource.RLIMIT_AS, self.memory_limit))
         if self.file_size_limit:
             limits.append((resource.RLIMIT_FSIZE, self.file_size_limit))
-        if self.max_processes and self.real_uid is not None:  # per uid: only meaningful for a uid of its own
+        if self.max_processes and self.host_uid is not None:  # per uid: only meaningful for a uid of its own
             limits.append((resource.RLIMIT_NPROC, self.max_processes))
         for which, value in limits:
             resource.setrlimit(which, (value, value))
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the kernel's cgroup has used so far; None without a cgroup that counts them."""
+        return self.cgroup.cpu_seconds() if self.cgroup is not None else None
+
+    def start_cell(self, cpu_limit: float) -> bool:
+        """A cell starts with `cpu_limit` CPU seconds; False where CPU time is not counted (wall time only)."""
+        used = self.cpu_seconds()
+        self.cell_over_cpu, self._interrupted_at = False, None
+        self._cell = (used, cpu_limit) if used is not None and cpu_limit else None
+        return self._cell is not None
+
+    def end_cell(self) -> float | None:
+        """The cell is over: the CPU seconds it used (None where not counted)."""
+        cell, self._cell = self._cell, None
+        used = self.cpu_seconds()
+        return used - cell[0] if cell is not None and used is not None else None
+
+    def stop_reason(self) -> str:
+        """Why the kernel was killed for a limit, "" when it was not (read after it died)."""
+        if not self.killed_for and self.cgroup is not None and self.cgroup.oom_kills():
+            self.killed_for = f"the submission's processes used more than {self.tree_memory_limit} bytes of memory"
+        return self.killed_for
+
     def start_watchdog(self, pid: int) -> None:
         self._root_pid = pid
-        if self.tree_memory_limit or self.max_processes:
-            self._watchdog = asyncio.get_event_loop().create_task(self._watch(pid))
+        self._watchdog = asyncio.get_event_loop().create_task(self._watch(pid))
 
     async def _watch(self, pid: int) -> None:
         try:
@@ -260,23 +261,57 @@ class SandboxedKernelManager(AsyncKernelManager):
         except psutil.Error:
             return
         while _alive(root):
-            try:
-                tree = _tree(root)
-            except psutil.Error:  # a process of the tree ended while it was read: look again
-                tree = [root]
-            # RSS is cheap to read and never below PSS: the costly PSS only when RSS is over the limit.
-            over = self.tree_memory_limit and sum(_rss(process) for process in tree) > self.tree_memory_limit
-            if over and sum(_memory(process) for process in tree) > self.tree_memory_limit:
-                self.killed_for = f"the submission's processes used more than {self.tree_memory_limit} bytes"
-            elif self.max_processes and len(tree) > self.max_processes:
-                self.killed_for = f"the submission started more than {self.max_processes} processes"
-            if self.killed_for:
+            reason = self._over_memory_or_tasks(root) or await self._over_message_size(root)
+            if reason:
+                self.killed_for = reason
                 self.kill_tree()
                 return
+            await self._check_cell_cpu()
             await asyncio.sleep(WATCH_INTERVAL)
 
+    def _over_memory_or_tasks(self, root: psutil.Process) -> str:
+        if self.cgroup is not None:  # the kernel enforces both; an OOM kill ends the whole run
+            return self.stop_reason()
+        try:
+            tree = _tree(root)
+        except psutil.Error:  # a process of the tree ended while it was read: look again
+            tree = [root]
+        # RSS is cheap to read and never below PSS: the costly PSS only when RSS is over the limit.
+        over = self.tree_memory_limit and sum(_rss(process) for process in tree) > self.tree_memory_limit
+        if over and sum(_memory(process) for process in tree) > self.tree_memory_limit:
+            return f"the submission's processes used more than {self.tree_memory_limit} bytes"
+        if self.max_processes and len(tree) > self.max_processes:
+            return f"the submission started more than {self.max_processes} processes"
+        return ""
+
+    async def _over_message_size(self, root: psutil.Process) -> str:
+        if self._client is None or not self.max_message_bytes:
+            return ""
+        if await self._client.refused_a_message() and _alive(root):
+            return f"it sent a message over {self.max_message_bytes} bytes"
+        return ""
+
+    async def _check_cell_cpu(self) -> None:
+        """Interrupt a cell once it has used its CPU limit; kill the kernel if it still runs INTERRUPT_GRACE later."""
+        if self._cell is None:
+            return
+        start, limit = self._cell
+        used = self.cpu_seconds()
+        if used is None or used - start <= limit:
+            return
+        if self._interrupted_at is None:
+            self._interrupted_at = time.monotonic()
+            self.cell_over_cpu = True
+            with contextlib.suppress(Exception):  # a kernel that cannot take it is killed after the grace
+                await self.interrupt_kernel()
+        elif time.monotonic() - self._interrupted_at > INTERRUPT_GRACE:
+            self.killed_for = f"a cell used more than {limit:g} s of CPU time and ignored the interrupt"
+            self.kill_tree()
+
     def kill_tree(self) -> None:
-        """SIGKILL bwrap and everything under it (its PID namespace dies with it)."""
+        """SIGKILL bwrap and everything under it: its cgroup, or its process tree without one."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
         if self._root_pid is None:
             return
         with contextlib.suppress(psutil.Error):
@@ -286,7 +321,10 @@ class SandboxedKernelManager(AsyncKernelManager):
                     process.send_signal(signal.SIGKILL)
 
     def remove_rundir(self) -> None:
+        """After the kernel: stop watching, remove its cgroup and its run folder."""
         if self._watchdog is not None:
             self._watchdog.cancel()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         if self.rundir is not None:
             shutil.rmtree(self.rundir, ignore_errors=True)

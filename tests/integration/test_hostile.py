@@ -1,13 +1,14 @@
 """The hostile suite: attacks on the grader, graded in one batch next to honest submissions.
 
-tests/fixtures/hostile/*.toml hold the attacks (see 03-parallel-heads.toml's header), all graded in
-one batch. Secrets are
-planted where an attacker would look: a file in the course's grading state and one in its root,
-one in the host's /tmp, a variable in the grader's environment, and a value in an honest
-classmate's notebook. `python -m grader autograde` grades everything in one run, as an instructor
-would, with HOME moved to a folder of the test's own. Then nothing may show that an attack
-worked: the checks below read the grades, every output of every notebook, every feedback page,
-the files an attack tried to write, and the process table.
+Every TOML of tests/fixtures/hostile/ holds attacks (see each header), all graded in one batch.
+Secrets are planted where an attacker would look: a file in the course's grading state and one in
+its root, one in the host's /tmp, a variable in the grader's environment, a key in the grader's
+session keyring, and a value in an honest classmate's notebook. `python -m grader autograde`
+grades everything in one run, as an instructor would, with HOME moved to a folder of the test's
+own. Then nothing may show that an attack worked: the checks below read the grades, every output
+of every notebook, every feedback page, the files an attack tried to write, and the process table.
+While the batch runs, a sampler reads every kernel's cgroup from the host: its tasks, its memory,
+and the host uid of each of its processes.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import re
 import secrets
 import subprocess
 import sys
+import threading
+import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -30,11 +33,122 @@ import pytest
 
 from grader.course import REPO, submission_filename
 from grader.grading.batch import main as autograde
+from grader.sandbox import cgroup
 from tests.support import Course, batch_scores, build_notebook, hostile_cases, make_course, points_of
 
 LESSON = "03-parallel-heads"
+MAX_TASKS = 64  # the course's GuardedExecute.max_processes: each kernel's cgroup task limit
+MAX_MEMORY = 3 * 1024**3  # the course's GuardedExecute.tree_memory_limit
 CELL_TIMEOUT = 10  # seconds per cell: the attacks that hang cost this
 ATTEMPT = "20260115-100000"
+
+
+@dataclass
+class Sampled:
+    """What the sampler saw of the kernels' cgroups and the grading processes while the batch ran."""
+
+    uids: dict[str, set[int]]  # kernel cgroup -> host uids of its processes (bwrap itself, run by root, aside)
+    tasks: dict[str, int]  # kernel cgroup -> most tasks seen at once
+    memory: dict[str, int]  # kernel cgroup -> most bytes of memory seen
+    grader_rss: int  # most resident bytes of any grading process (kernels aside)
+    root_processes: list[str] = field(default_factory=list)  # kernel processes seen as root, if any
+
+
+def kernel_cgroups() -> list[Path]:
+    """The folders of the kernels' cgroups now alive, in the tasks hierarchy (v1 pids, or v2)."""
+    mounts, v2 = cgroup._mounts()
+    own = cgroup._own_paths()
+    parents = [Path(mounts["pids"]) / own.get("pids", "/").lstrip("/")] if "pids" in mounts else []
+    if v2:
+        parents.append(Path(v2) / own.get("", "/").lstrip("/"))
+    return [folder for parent in parents for folder in parent.glob("grader-kernel-*")]
+
+
+def memory_of(name: str) -> int:
+    mounts, v2 = cgroup._mounts()
+    own = cgroup._own_paths()
+    candidates = []
+    if "memory" in mounts:
+        candidates.append(Path(mounts["memory"]) / own.get("memory", "/").lstrip("/") / name / "memory.usage_in_bytes")
+    if v2:
+        candidates.append(Path(v2) / own.get("", "/").lstrip("/") / name / "memory.current")
+    for path in candidates:
+        try:
+            return int(path.read_text())
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
+def sample(grader: subprocess.Popen, stop: threading.Event, into: Sampled) -> None:
+    """Until `stop`, read every kernel cgroup's tasks, memory and processes' host uids, and the grading
+    processes' resident memory, from the host side."""
+    while not stop.is_set():
+        in_kernels: set[int] = set()
+        try:
+            graders = [psutil.Process(grader.pid), *psutil.Process(grader.pid).children(recursive=True)]
+        except psutil.Error:
+            graders = []
+        # The grading processes themselves (forks of the grader, its command line): their direct children are
+        # bwrap, or a fork about to exec it.
+        try:
+            command = psutil.Process(grader.pid).cmdline()
+        except psutil.Error:
+            command = []
+        launchers = set()
+        for process in graders:
+            try:
+                if process.cmdline() == command:
+                    launchers.add(process.pid)
+            except psutil.Error:
+                pass
+        for folder in kernel_cgroups():
+            name = folder.name
+            try:
+                pids = [int(pid) for pid in (folder / "cgroup.procs").read_text().split()]
+                tasks = int((folder / "pids.current").read_text())
+            except (OSError, ValueError):
+                continue
+            if not set(pids) & {process.pid for process in graders}:
+                continue  # another grader's kernel (a benchmark or test beside this one)
+            in_kernels.update(pids)
+            into.tasks[name] = max(into.tasks.get(name, 0), tasks)
+            into.memory[name] = max(into.memory.get(name, 0), memory_of(name))
+            for pid in pids:
+                try:
+                    process = psutil.Process(pid)
+                    # bwrap, setpriv and the grader's fork that execs bwrap are root by design, until setpriv drops
+                    if process.name() not in ("bwrap", "setpriv") and process.ppid() not in launchers:
+                        into.uids.setdefault(name, set()).update(process.uids())
+                        if 0 in process.uids():
+                            into.root_processes.append(f"{process.name()}: {' '.join(process.cmdline())[:200]}")
+                except psutil.Error:
+                    pass
+        for process in graders:
+            try:
+                if process.pid not in in_kernels and process.name() != "bwrap":
+                    into.grader_rss = max(into.grader_rss, process.memory_info().rss)
+            except psutil.Error:
+                pass
+        time.sleep(0.1)
+
+
+KEYCTL, ADD_KEY, KEYCTL_UNLINK, SESSION_KEYRING = 250, 248, 9, -3
+
+
+def plant_key(description: str, payload: str) -> int:
+    """Add a user key to this process's session keyring (the grader inherits it); its serial, or -1."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    data = payload.encode()
+    return libc.syscall(ADD_KEY, b"user", description.encode(), data, len(data), SESSION_KEYRING)
+
+
+def unlink_key(serial: int) -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).syscall(KEYCTL, KEYCTL_UNLINK, serial, SESSION_KEYRING)
 
 
 @dataclass
@@ -47,6 +161,9 @@ class Hostile:
     secrets: dict[str, str]  # where -> secret value
     home: Path
     before: dict[str, str]  # file -> sha256, of the files no submission may change
+    sampled: Sampled
+    log: str  # the batch's grading log
+
 
     def notebook(self, student: str) -> nbformat.NotebookNode:
         return nbformat.read(self.course.layout.autograded_notebook(student, LESSON), as_version=4)
@@ -69,7 +186,7 @@ def hostile(tmp_path_factory) -> Hostile:
     home.mkdir()
     token = secrets.token_hex(8)
     planted = {where: f"SECRET-{where}-{secrets.token_hex(8)}" for where in ("state", "root", "tmp", "env", "home",
-                                                                             "honest")}
+                                                                             "honest", "keyring")}
     state = course.layout.state
     state.mkdir(parents=True, exist_ok=True)
     (state / "canary.txt").write_text(planted["state"])
@@ -91,15 +208,30 @@ def hostile(tmp_path_factory) -> Hostile:
                REPO / "grader" / "pipeline" / "__init__.py"]
     before = {str(path): digest(path) for path in guarded}
     env = {**os.environ, "HOME": str(home), "HOSTILE_ENV_SECRET": planted["env"]}
+    key = plant_key(f"hostile-canary-{token}", planted["keyring"])
+    sampled = Sampled({}, {}, {}, 0)
+    stop = threading.Event()
     try:
-        run = subprocess.run([sys.executable, "-m", "grader", "autograde", LESSON, "--course", str(course.root),
-                              "--source", str(archive), "--workers", "2", "--timeout", str(CELL_TIMEOUT)],
-                             capture_output=True, text=True, timeout=1500, env=env)
+        grader = subprocess.Popen([sys.executable, "-m", "grader", "autograde", LESSON, "--course", str(course.root),
+                                   "--source", str(archive), "--workers", "2", "--timeout", str(CELL_TIMEOUT)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        sampler = threading.Thread(target=sample, args=(grader, stop, sampled), daemon=True)
+        sampler.start()
+        try:
+            stdout, stderr = grader.communicate(timeout=1500)
+        finally:
+            stop.set()
+            sampler.join()
+        run = subprocess.CompletedProcess(grader.args, grader.returncode, stdout, stderr)
     finally:
         tmp_canary.unlink(missing_ok=True)
+        if key > 0:
+            unlink_key(key)
     with course.layout.grades_csv(LESSON).open(encoding="utf-8") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
-    return Hostile(course, run, rows, cases, token, planted, home, before)
+    log = course.layout.log(LESSON)
+    return Hostile(course, run, rows, cases, token, planted, home, before, sampled,
+                   log.read_text(errors="replace") if log.is_file() else "")
 
 
 def graded(hostile) -> list[str]:
@@ -186,7 +318,8 @@ def test_no_process_of_any_submission_is_left(hostile):
         cmdline = " ".join(process.info["cmdline"] or [])
         if process.info["pid"] in live:
             continue
-        if hostile.token in cmdline or "grader-kernel-" in cmdline or "grader-runs-" in cmdline:
+        ours = sys.prefix in cmdline or str(REPO) in cmdline  # other checkouts on this machine grade too
+        if hostile.token in cmdline or (ours and ("grader-kernel-" in cmdline or "grader-runs-" in cmdline)):
             left.append((process.info["pid"], cmdline[:200]))
     assert not left, left
 
@@ -257,3 +390,54 @@ def test_a_submission_leaves_nothing_in_its_grading_process_for_the_next(tmp_pat
     page = _without_timings(shared.layout.feedback_page("b_honest", LESSON).read_text())
     assert page == _without_timings(alone.layout.feedback_page("b_honest", LESSON).read_text())
     assert "PWNED" not in page
+
+
+def test_every_kernel_ran_as_its_own_unprivileged_host_uid(hostile):
+    """Read from the host: no kernel process is root or the grader's user, and no two kernels share a uid."""
+    uids = hostile.sampled.uids
+    assert len(uids) >= len(hostile.cases) // 2, f"the sampler saw only {len(uids)} kernels"
+    seen = set().union(*uids.values())
+    if os.geteuid() != 0:
+        pytest.skip("an ordinary user has no other uid to give a kernel: each runs as the grader's own uid")
+    assert 0 not in seen and os.getuid() not in seen, (seen, hostile.sampled.root_processes[:5])
+    owners: dict[int, str] = {}
+    for name, ids in uids.items():
+        for uid in ids:
+            assert owners.setdefault(uid, name) == name, f"{name} and {owners[uid]} share uid {uid}"
+
+
+def test_no_kernel_went_over_its_cgroup_task_or_memory_limit(hostile):
+    """Thread and fork bursts stop at the cgroup's task limit; memfd and shm memory at its memory limit."""
+    assert hostile.sampled.tasks and max(hostile.sampled.tasks.values()) <= MAX_TASKS, hostile.sampled.tasks
+    assert max(hostile.sampled.memory.values()) <= MAX_MEMORY, hostile.sampled.memory
+
+
+def test_a_huge_message_never_reached_a_grading_process(hostile):
+    """A 256 MiB message is refused at the socket: no grading process ever held it."""
+    assert 0 < hostile.sampled.grader_rss < 1024**3, hostile.sampled.grader_rss
+    assert "PWNED" not in hostile.outputs("huge_message")
+
+
+def test_nothing_a_kernel_wrote_reached_the_grader_output_or_log(hostile):
+    for where, text in (("stdout", hostile.run.stdout), ("stderr", hostile.run.stderr), ("log", hostile.log)):
+        assert f"PWNED-{hostile.token}" not in text, f"a kernel wrote into the grader's {where}"
+        assert "\x1b[2J" not in text, f"an escape sequence reached the grader's {where}"
+    assert "is running over TCP" not in hostile.log  # and no kernel's own banner either
+
+
+def test_no_key_was_read_or_planted(hostile):
+    assert f"PWNED-{hostile.token}" not in Path("/proc/keys").read_text()
+    assert "read b'" not in hostile.outputs("keyrings") and "listed" not in hostile.outputs("keyrings")
+
+
+def test_six_workers_with_honest_students_only_keep_their_exact_scores(tmp_path):
+    """Six kernels at once on a small machine: each its own uid and cgroup, so none fails another."""
+    course = make_course(tmp_path / "course", cell_timeout=CELL_TIMEOUT, lessons=[LESSON])
+    release = course.release(LESSON)
+    honest = {f"honest_{index}": build_notebook(LESSON, release, {}) for index in range(8)}
+    course.submit(LESSON, honest)
+    with open(os.devnull, "w") as quiet:
+        batch = autograde(lesson=LESSON, course=course.root, workers=6, force=True, progress=quiet, out=quiet)
+    expected = batch_scores(LESSON, release, {})
+    assert {r.student: (r.status, r.scores) for r in batch.results} == {
+        name: ("graded", expected) for name in honest}

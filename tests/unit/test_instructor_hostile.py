@@ -1,4 +1,4 @@
-"""The hostile suite's attacks on the grading-day features (tests/fixtures/hostile/instructor.toml), no kernel."""
+"""The hostile suite's attacks on the grading-day features (tests/fixtures/hostile/no-kernel/), no kernel."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from tests.support import FIXTURES, Variant, build
 LESSON = "03-parallel-heads"
 RELEASE = student_notebook(LESSON)
 POINTS = notebook.test_points(nbformat.read(RELEASE, as_version=4))
-ATTACKS = tomllib.loads((FIXTURES / "hostile" / "instructor.toml").read_text())
+ATTACKS = tomllib.loads((FIXTURES / "hostile" / "no-kernel" / "grading-day.toml").read_text())
 NOW = datetime(2026, 12, 15, tzinfo=timezone.utc)
 UNSAFE = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
