@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from grader.course import lesson_ids
 from grader.grading.batch import main as autograde
 from tests.integration.test_sandbox_limits import needs_cgroup
 from tests.support import build_notebook, make_course
+
+pytestmark = pytest.mark.more_cases  # every lesson's worst hidden test, each graded again
 
 BUDGET = 0.5  # the most a test cell of an honest answer may cost, as a fraction of its cell's limit
 LIMIT = 30  # seconds per cell, the course's Execute.timeout

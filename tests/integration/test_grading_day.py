@@ -28,6 +28,8 @@ from grader.course import GRADEBOOK, REPO, reference_notebook
 from grader.grading import shared_sql
 from tests.support import FIXTURES, Variant, build
 
+pytestmark = pytest.mark.more_cases  # a Canvas download with a roster, late work and a regrade; make test grades one batch
+
 LESSON = "03-parallel-heads"
 ANSWERS = tomllib.loads((FIXTURES / "instructor" / f"{LESSON}.toml").read_text())
 STRICTER = "test_per_head_change"  # the check made stricter before the regrade

@@ -40,6 +40,9 @@ LESSON = "03-parallel-heads"
 MAX_TASKS = 64  # the course's GuardedExecute.max_processes: each kernel's cgroup task limit
 MAX_MEMORY = 3 * 1024**3  # the course's GuardedExecute.tree_memory_limit
 CELL_TIMEOUT = 10  # seconds per cell: the attacks that hang cost this
+# `make test` grades one attack of each class next to the honest students; `make test-all` every attack.
+ONE_PER_CLASS = {"write_gradebook": "a forgery", "kill_every_process": "a kill", "swallows_the_interrupt": "a hang",
+                 "read_state_canary": "a leak"}
 ATTEMPT = "20260115-100000"
 
 
@@ -178,8 +181,9 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "absent"
 
 
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory) -> Hostile:
+@pytest.fixture(scope="module", params=[pytest.param(False, id="one-attack-per-class"),
+                                        pytest.param(True, id="every-attack", marks=pytest.mark.more_cases)])
+def hostile(request, tmp_path_factory) -> Hostile:
     root = tmp_path_factory.mktemp("hostile")
     course = make_course(root / "course", cell_timeout=CELL_TIMEOUT, lessons=[LESSON])
     home = root / "home"
@@ -197,6 +201,9 @@ def hostile(tmp_path_factory) -> Hostile:
     values = {"token": token, "course": str(course.root), "state": str(state), "home": str(home), "repo": str(REPO),
               "tmp_canary": str(tmp_canary), "honest_secret": planted["honest"], "listener": "http://127.0.0.1:9"}
     cases = hostile_cases(values)
+    if not request.param:
+        assert set(ONE_PER_CLASS) <= set(cases), set(ONE_PER_CLASS) - set(cases)
+        cases = {name: spec for name, spec in cases.items() if name.startswith("honest_") or name in ONE_PER_CLASS}
     release = course.release(LESSON)
     archive = root / "download.zip"
     with zipfile.ZipFile(archive, "w") as handle:
@@ -366,6 +373,7 @@ def _without_timings(page: str) -> str:
                   r'<div class="output_subarea output_stream output_stdout output_text">\s*<pre>', "", page)
 
 
+@pytest.mark.more_cases
 def test_a_submission_leaves_nothing_in_its_grading_process_for_the_next(tmp_path):
     """A grading process grades submissions one after another: the one before cannot change the next's page."""
     shared, alone = _seeded_course(tmp_path / "shared"), _seeded_course(tmp_path / "alone")
@@ -430,6 +438,7 @@ def test_no_key_was_read_or_planted(hostile):
     assert "read b'" not in hostile.outputs("keyrings") and "listed" not in hostile.outputs("keyrings")
 
 
+@pytest.mark.more_cases
 def test_six_workers_with_honest_students_only_keep_their_exact_scores(tmp_path):
     """Six kernels at once on a small machine: each its own uid and cgroup, so none fails another."""
     course = make_course(tmp_path / "course", cell_timeout=CELL_TIMEOUT, lessons=[LESSON])

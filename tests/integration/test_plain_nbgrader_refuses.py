@@ -8,9 +8,12 @@ minutes of a worker; a pasted cell failed the whole submission with a KeyError.
 
 from __future__ import annotations
 
+import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
 from tests.support import batch_scores, build_notebook, make_course
+
+pytestmark = pytest.mark.same_verdicts  # the same refusals through plain nbgrader autograde
 
 LESSON, OTHER = "01-single-head", "03-parallel-heads"
 
