@@ -28,7 +28,7 @@ from grader.course import GRADEBOOK, REPO, reference_notebook
 from grader.grading import shared_sql
 from tests.support import FIXTURES, Variant, build
 
-pytestmark = pytest.mark.more_cases  # a Canvas download with a roster, late work and a regrade; make test grades one batch
+pytestmark = pytest.mark.more_cases  # a Canvas download, a roster, late work and a regrade
 
 LESSON = "03-parallel-heads"
 ANSWERS = tomllib.loads((FIXTURES / "instructor" / f"{LESSON}.toml").read_text())
