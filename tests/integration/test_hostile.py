@@ -420,10 +420,17 @@ def test_no_kernel_went_over_its_cgroup_task_or_memory_limit(hostile):
     assert max(hostile.sampled.memory.values()) <= MAX_MEMORY, hostile.sampled.memory
 
 
+def outputs_of_attack(hostile, name: str) -> str:
+    """The outputs of one attack's notebook; the test is skipped where the batch left that attack out."""
+    if name not in hostile.cases:
+        pytest.skip(f"{name} is graded with every attack (make test-all)")
+    return hostile.outputs(name)
+
+
 def test_a_huge_message_never_reached_a_grading_process(hostile):
     """A 256 MiB message is refused at the socket: no grading process ever held it."""
     assert 0 < hostile.sampled.grader_rss < 1024**3, hostile.sampled.grader_rss
-    assert "PWNED" not in hostile.outputs("huge_message")
+    assert "PWNED" not in outputs_of_attack(hostile, "huge_message")
 
 
 def test_nothing_a_kernel_wrote_reached_the_grader_output_or_log(hostile):
@@ -435,7 +442,8 @@ def test_nothing_a_kernel_wrote_reached_the_grader_output_or_log(hostile):
 
 def test_no_key_was_read_or_planted(hostile):
     assert f"PWNED-{hostile.token}" not in Path("/proc/keys").read_text()
-    assert "read b'" not in hostile.outputs("keyrings") and "listed" not in hostile.outputs("keyrings")
+    keyrings = outputs_of_attack(hostile, "keyrings")
+    assert "read b'" not in keyrings and "listed" not in keyrings
 
 
 @pytest.mark.more_cases
