@@ -1,0 +1,132 @@
+"""The grader uses no private name of another library, or only the ones listed here, each with its reason.
+
+A private name (one underscore, not a dunder) of nbgrader, nbclient, jupyter_client, nbconvert,
+SQLAlchemy, numpy or any other package can change in any release. Three ways of using one are
+found: importing it (`from numpy._core import x`, `import numpy._core`), reading it from an object
+of another library's (`engine.pool._dialect`: an attribute name that no code of the grader defines),
+and overriding it (a method of a grader class whose base class outside the grader has it).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+import sys
+from pathlib import Path
+
+import grader
+
+GRADER = Path(grader.__file__).parent
+# Private names still used, each with where and why; the list may only shrink.
+# Each waits for a public interface or a rewrite of its module (issue: a grader a maintainer can own).
+ALLOWED: dict[str, str] = {
+    "grader.pipeline.guarded_execute: GuardedExecute._async_handle_timeout":
+        "nbclient: interrupt a cell at its CPU-time limit; nbclient has no public timeout hook",
+    "grader.pipeline.guarded_execute: GuardedExecute._async_cleanup_kernel":
+        "nbclient: kill the sandboxed kernel and its cgroup when the notebook ends",
+    "grader.pipeline.safe_feedback_page: SafeFeedbackExporter._create_environment":
+        "nbconvert: the feedback page's own template folder",
+    "grader/pipeline/safe_feedback_page.py: _init_resources": "nbconvert: the exporter's resources",
+    "grader/pipeline/safe_feedback_page.py: _nb_metadata": "nbconvert: the notebook metadata the template reads",
+    "grader/grading/shared_sql.py: _dialect": "SQLAlchemy: one dialect shared by nbgrader's engines (a speed-up)",
+    "grader/sandbox/client.py: _async_is_alive": "jupyter_client: a kernel ready at its first message (a speed-up)",
+    "grader/sandbox/client.py: _async_recv_reply": "jupyter_client: as above",
+    "grader/sandbox/client.py: _handle_kernel_info_reply": "jupyter_client: as above",
+    "grader/student/check.py: _preprocess": "nbconvert: the self-check runs nbgrader's preprocessors in memory",
+}
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def sources() -> dict[str, ast.Module]:
+    return {str(path.relative_to(GRADER.parent)): ast.parse(path.read_text(), str(path))
+            for path in sorted(GRADER.rglob("*.py"))}
+
+
+def own_names(trees: dict[str, ast.Module]) -> set[str]:
+    """Every name the grader itself defines: functions, classes, assigned names and attributes."""
+    names = set()
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _on_self(node):
+                names.add(node.attr)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+    return names
+
+
+def _on_self(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+
+
+def used_private_names() -> set[str]:
+    """`file: name` for each private name of another library the grader's code imports or reads."""
+    trees = sources()
+    ours = own_names(trees)
+    found = set()
+    for file, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and not node.module.startswith("grader"):
+                parts = node.module.split(".") + [alias.name for alias in node.names]
+                found |= {f"{file}: {part}" for part in parts if private(part)}
+            elif isinstance(node, ast.Import):
+                found |= {f"{file}: {part}" for alias in node.names for part in alias.name.split(".")
+                          if private(part) and not alias.name.startswith("grader")
+                          and alias.name.split(".")[0] not in sys.stdlib_module_names}
+            elif isinstance(node, ast.Attribute) and private(node.attr) and node.attr not in ours:
+                if not (isinstance(node.value, ast.Name) and node.value.id in ("os", "sys") and node.attr == "_exit"):
+                    found.add(f"{file}: {node.attr}")
+    return found | overridden_private_methods()
+
+
+def overridden_private_methods() -> set[str]:
+    """`module: Class._name` for each private method of a base class outside the grader that grader code overrides."""
+    found = set()
+    for info in pkgutil.walk_packages([str(GRADER)], "grader."):
+        if ".specs." in info.name or info.name.rsplit(".", 1)[-1] in ("template_server", "nbgrader_config"):
+            continue  # lesson specs, the sandbox's server script and nbgrader's config file are not modules to import
+        module = importlib.import_module(info.name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ != module.__name__:
+                continue
+            outside = [base for base in cls.__mro__[1:] if not base.__module__.startswith("grader")]
+            for name, value in cls.__dict__.items():
+                written_here = inspect.isfunction(value) and value.__module__ == module.__name__
+                if written_here and private(name) and any(name in vars(base) for base in outside):
+                    found.add(f"{info.name}: {cls.__name__}.{name}")
+    return found
+
+
+def test_no_private_name_of_another_library_beyond_the_allowed_ones():
+    unexpected = sorted(used_private_names() - set(ALLOWED))
+    assert not unexpected, f"private names of other libraries (use a public interface): {unexpected}"
+
+
+def test_every_allowed_private_name_is_still_used():
+    gone = sorted(set(ALLOWED) - used_private_names())
+    assert not gone, f"no longer used: take them off ALLOWED: {gone}"
+
+
+def test_the_scan_finds_each_kind_of_use(tmp_path, monkeypatch):
+    package = tmp_path / "grader"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "uses.py").write_text(
+        "import os\nimport numpy._core\nfrom numpy._core import _methods\n"
+        "from nbclient import NotebookClient\n"
+        "class Client(NotebookClient):\n    async def _async_handle_timeout(self, timeout, cell=None):\n        pass\n"
+        "def f(engine):\n    engine.pool._dialect = 1\n    return os._exit\n")
+    monkeypatch.setattr(sys.modules[__name__], "GRADER", package)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [name for name in sys.modules if name == "grader" or name.startswith("grader.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert used_private_names() == {"grader/uses.py: _core", "grader/uses.py: _methods",
+                                    "grader/uses.py: _dialect", "grader.uses: Client._async_handle_timeout"}
