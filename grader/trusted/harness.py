@@ -239,7 +239,7 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                 dict_set(namespace, name, value)
         return previous
 
-    def from_numpy(frame):
+    def called_by_numpy(frame):
         # Whether the code that called NumPy's settings API (the first frame outside it) is NumPy's own.
         while frame is not None and frame.f_code.co_filename == settings_file:
             frame = frame.f_back
@@ -259,7 +259,7 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
             if frame.f_code is own_code:  # this function's own calls (putting the previous profile back)
                 return
             if event == "call":
-                if frame.f_code in settings_code and not from_numpy(frame.f_back):
+                if frame.f_code in settings_code and not called_by_numpy(frame.f_back):
                     touched.append("changed NumPy's floating-point error settings")
             elif event == "c_call":
                 owner = getattr_(arg, "__self__", None)
@@ -267,9 +267,9 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                     (tampered if owner is touched else touched).append("tampered with the grader's watch")
                 elif id_(arg) in hooks or id_(arg) in thread_starts:
                     touched.append("started a thread or process, or removed the grader's watch")
-                elif type_(owner) is context_var and "numpy" in str_(owner.name) and not from_numpy(frame):
+                elif type_(owner) is context_var and "numpy" in str_(owner.name) and not called_by_numpy(frame):
                     touched.append("changed NumPy's floating-point error settings")
-                elif type_(owner) is context and not from_numpy(frame):
+                elif type_(owner) is context and not called_by_numpy(frame):
                     touched.append("ran code in another context")
 
         cells = tuple_(cell.cell_contents for cell in watch.__closure__)
