@@ -12,6 +12,8 @@
   (its nbval cells, and every test parametrized with its id); any other test asks with
   `@pytest.mark.needs("playwright", "chromium")`.
 - xdist: `--dist loadscope` keeps each reference notebook's nbval cells on one worker, in order.
+  The longest scopes go first (SLOW_FIRST) and the tests that read the shared grading batch last,
+  while the batch is built in the background from the session's start (`shared_batch_in_background`).
 - Kernel starts are counted, per tier, and the run ends with one line that says how many: every
   kernel that IPython starts runs a startup file of the session's own IPYTHONDIR, which notes the
   test it started in (PYTEST_CURRENT_TEST); each graded, sandboxed kernel (whose environment is the
@@ -39,6 +41,15 @@ EXHAUSTIVE = {
                      "PostgreSQL)",
     "browser": "drives a real browser (tests/e2e)",
 }
+# The longest scopes (a module, or a reference notebook's nbval cells), started first so that no
+# worker is left with one of them at the end; the scopes that read the shared batch run last.
+SLOW_FIRST = [
+    "solutions/12-induction-gpt/12-induction-gpt.ipynb",
+    "tests/integration/test_hostile.py",
+    "tests/integration/test_release_drift.py",
+    "solutions/05-pytorch-module/05-pytorch-module.ipynb",
+    "solutions/09-learning/09-learning.ipynb",
+]
 _skipped_by_extra: Counter = Counter()
 
 
@@ -72,6 +83,29 @@ def _count_kernels(folder: Path) -> None:
 
 
 _counted: list[Path] = []
+
+
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory) -> Path:
+    """A folder every xdist worker of this session sees (the session's own folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_batch_in_background(request, shared):
+    """Start building the shared course and grading batch beside the first tests, if any test needs them."""
+    from tests.integration import shared_batch
+
+    session = request.session
+    builder = None
+    if shared_batch.needs_shared_batch(session):
+        builder = shared_batch.start_in_background(shared, shared_batch.wants_every_case(session))
+    yield
+    if builder is not None:
+        builder.wait()
 
 
 def pytest_unconfigure(config):
@@ -116,6 +150,7 @@ def extras_of(item: pytest.Item) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own deselection by marker (-m) reads the markers
 def pytest_collection_modifyitems(config, items):
+    order_scopes(items)
     missing = {name: extra for name, extra in EXTRAS.items() if extra.missing()}
     for item in items:
         if SOLUTIONS in item.path.parents:
@@ -136,6 +171,25 @@ def pytest_collection_modifyitems(config, items):
         if absent:
             item.add_marker(pytest.mark.skip(reason="optional extra not installed: " + "; ".join(
                 f"{extra.name} (install: `{extra.install}`)" for extra in absent)))
+
+
+def order_scopes(items: list[pytest.Item]) -> None:
+    """Longest scopes first (SLOW_FIRST), those that read the shared batch last, the rest as collected.
+
+    Scopes stay whole and in their own order (xdist's loadscope runs them in this order with
+    --no-loadscope-reorder, the Makefile's setting).
+    """
+    scopes: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        scopes.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def rank(scope: str) -> tuple[int, int]:
+        if scope in SLOW_FIRST:
+            return 0, SLOW_FIRST.index(scope)
+        reads_batch = any({"course", "graded"} & set(getattr(item, "fixturenames", ())) for item in scopes[scope])
+        return (2 if reads_batch else 1), 0
+
+    items[:] = [item for scope in sorted(scopes, key=rank) for item in scopes[scope]]
 
 
 def pytest_runtest_logreport(report):
