@@ -40,6 +40,8 @@ def lesson_ids() -> list[str]:
     """Every lesson of this copy, in order: the manifest's in a distribution, else one per `solutions/<id>.py`."""
     if is_distribution():
         return sorted(manifest()["releases"])
+    if not (ROOT / "solutions").is_dir():
+        raise SystemExit(f"this copy of the course is damaged: {MANIFEST} is missing; download the course again")
     return sorted(path.stem for path in (ROOT / "solutions").glob("*.py"))
 
 
