@@ -1,8 +1,8 @@
 """The student's copy of the course: its folders, its lessons and its nbgrader settings.
 
 The same file in the course repository and in a student distribution (`make dist` copies it). The
-course's root is the folder above grader/. Its lessons are those of `.course/manifest.json` in a
-distribution and those of `solutions/` in the course repository, which has no manifest.
+course's root is the folder above grader/. A distribution is the copy without solutions/: its
+lessons are those of its `.course/manifest.json`; the course repository's are those of solutions/.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ JUPYTER_CONFIG = ROOT / "grader" / "jupyter"  # the student-only nbgrader UI of 
 LESSON_HELPERS = ROOT / "lesson_helpers.py"  # the helper module every lesson imports (`import lesson_helpers`)
 RELEASES = ROOT / ".course" / "releases"  # a distribution's pristine copy of each release (grader/student/originals.py)
 MANIFEST = ROOT / ".course" / "manifest.json"  # a distribution's checksums: {"releases": {...}, "files": {...}}
+SOLUTIONS = ROOT / "solutions"  # the course repository's reference notebooks: a distribution has none
 
 
 def is_distribution() -> bool:
-    """Whether this copy is a student distribution (it has a manifest) rather than the course repository."""
-    return MANIFEST.is_file()
+    """Whether this copy is a student distribution (it has no solutions/) rather than the course repository."""
+    return not SOLUTIONS.is_dir()
 
 
 def manifest() -> dict:
@@ -37,12 +38,10 @@ def manifest() -> dict:
 
 
 def lesson_ids() -> list[str]:
-    """Every lesson of this copy, in order: the manifest's in a distribution, else one per `solutions/<id>.py`."""
+    """Every lesson of this copy, in order: the manifest's in a distribution, else one per solutions/<id>.py."""
     if is_distribution():
         return sorted(manifest()["releases"])
-    if not (ROOT / "solutions").is_dir():
-        raise SystemExit(f"this copy of the course is damaged: {MANIFEST} is missing; download the course again")
-    return sorted(path.stem for path in (ROOT / "solutions").glob("*.py"))
+    return sorted(path.stem for path in SOLUTIONS.glob("*.py"))
 
 
 def select_lessons(lessons: list[str] | None) -> list[str]:
