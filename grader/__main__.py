@@ -1,53 +1,31 @@
 """Command-line interface: `python -m grader <command>`. The Makefile calls these commands.
 
-Each command is a module of this package with `add_arguments(parser)` and `run(args)`, a thin
-layer over that module's keyword-only `main()`. To add a command, add its module to COMMANDS.
-Only the module of the command being run is imported: the others' imports (nbgrader's server
-extensions, matplotlib) take seconds, and `make check` should not wait for them.
+The student commands (lab, check, submit) and how every command is run are in
+grader/student/cli.py, which a student distribution ships as it is; the instructor's commands
+are added here. To add a command, add its module, with `add_arguments(parser)` and `run(args)`,
+to COMMANDS.
 """
 
 from __future__ import annotations
 
-import argparse
-import ast
-import importlib.util
-import sys
-from importlib import import_module
-from pathlib import Path
+from grader.student import cli
 
 COMMANDS = {
     "release": "grader.authoring.release",
     "reference": "grader.authoring.reference",
-    "lab": "grader.student.lab",
-    "check": "grader.student.check",
-    "submit": "grader.student.submit",
+    **cli.COMMANDS,
     "autograde": "grader.grading.batch",
     "dist": "grader.authoring.dist",
 }
 
 
-def summary(module: str) -> str:
-    """The first line of `module`'s docstring, read from its file without importing it."""
-    origin = importlib.util.find_spec(module).origin
-    return ast.get_docstring(ast.parse(Path(origin).read_text())).splitlines()[0]
-
-
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None):
     """Every command with its summary; the options of `command` only, whose module is imported."""
-    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    for name, module in COMMANDS.items():
-        options = commands.add_parser(name, help=summary(module))
-        if name == command:
-            import_module(module).add_arguments(options)
-    return parser
+    return cli.build_parser(command, commands=COMMANDS, description=__doc__.splitlines()[0])
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    command = next((word for word in argv if not word.startswith("-")), None)  # the top level has no options
-    args = build_parser(command).parse_args(argv)
-    import_module(COMMANDS[args.command]).run(args)
+    cli.main(argv, commands=COMMANDS, description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -21,3 +21,13 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("lesson", [
             pytest.param(lesson, marks=() if core is None or lesson in core.args else pytest.mark.more_cases)
             for lesson in lesson_ids()])
+
+
+@pytest.fixture(scope="session")
+def distribution(tmp_path_factory):
+    """A fresh student distribution of every lesson (`make dist`), built once per test process: copy it to change it."""
+    from grader.authoring import dist
+
+    out = tmp_path_factory.mktemp("dist") / "attention-student"
+    dist.main(out=out)
+    return out

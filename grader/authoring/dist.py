@@ -13,14 +13,16 @@ and the student commands, which need Python and make and nothing of this reposit
     Makefile, requirements*.txt    `make lab`, `make check`, `make submit`, `make test` (its own .venv)
     README.md, tests/              the students' README, and the distribution's `make test`
 
-The code is not a fork. grader/notebook.py, every module of grader/student/ and grader/jupyter/
-are copied byte for byte; grader/course.py and grader/__main__.py are generated from the
-course's own definitions (copied by name from their source: `SHARED_COURSE_DEFINITIONS`,
-`COMMANDS`); nbgrader_config.py holds the values of the course's configuration for the
-configurables the Validator runs; the Makefile's lab, check and submit rules are the course
-Makefile's. tests/unit/test_dist_drift.py fails if any of that stops being true. The one thing a
+The code is not a fork, and nothing is cut out of a course file. The student code is the package
+grader/student/, which imports nothing of the instructor's (its paths and lessons are in
+grader/student/layout.py): it, grader/notebook.py, grader/jupyter/, lesson_helpers.py and the
+files of grader/authoring/dist_template/ (the Makefile, grader/__init__.py and grader/__main__.py,
+the distribution's tests) are copied byte for byte. Generated are only what holds the course's
+settings: nbgrader_config.py (the course configuration's values for the configurables the
+Validator runs), requirements*.txt (the course's requirements for the packages students need,
+read with `packaging`), README.md (its lesson table) and .course/manifest.json. The one thing a
 distribution does differently is where the self-check takes each lesson's locked cells from: not
-solutions/, which it does not have, but .course/releases/ (grader/student/releases.py).
+solutions/, which it does not have, but .course/releases/ (grader/student/originals.py).
 
 Building refuses a stale release (lessons/<id> must equal what `make release` makes now), so
 that the self-check gives the same verdicts as in the course. The output is the same bytes for
@@ -40,33 +42,18 @@ import tempfile
 from pathlib import Path
 
 import nbformat
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from traitlets.config import Config, PyFileConfigLoader
 
-from grader.__main__ import COMMANDS
 from grader.authoring import dist_steps
-from grader.course import (
-    LESSON_HELPERS,
-    LESSONS,
-    REPO,
-    STUDENT_JUPYTER_CONFIG,
-    nbgrader_config,
-    select_lessons,
-    student_notebook,
-)
+from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
+from grader.student.layout import JUPYTER_CONFIG, LESSON_HELPERS
 
 GRADER = REPO / "grader"
 TEMPLATE = Path(__file__).resolve().parent / "dist_template"
 
-# The `python -m grader` commands a student has (grader/__main__.py COMMANDS); all are in grader/student/.
-STUDENT_COMMANDS = ("lab", "check", "submit")
-# The Makefile rules copied from the course Makefile, and the variables they use.
-SHARED_MAKE_RULES = ("lab", "check", "submit")
-SHARED_MAKE_VARIABLES = ("LESSON", "NAME", "SUBMISSIONS")
-# What grader/course.py of the distribution copies from the course's, by name, in this order.
-SHARED_COURSE_DEFINITIONS = ("REPO", "LESSONS", "SUBMISSIONS", "STUDENT_JUPYTER_CONFIG", "LESSON_HELPERS",
-                             "SUBMISSION_REGEXP", "SUBMISSION_TIME_FORMAT", "select_lessons", "student_notebook",
-                             "submission_filename", "nbgrader_config", "with_lesson_helpers")
-# The packages of requirements.in that students need (their lines are copied with their bounds).
+# The packages of requirements.in that students need (their requirements are copied with their bounds).
 STUDENT_REQUIREMENTS = ("jupyterlab", "numpy", "matplotlib", "ipywidgets", "nbgrader", "nbformat", "nbclient")
 
 RELEASES = ".course/releases"
@@ -78,92 +65,18 @@ MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN
 
 # ---------------------------------------------------------------- what the distribution holds
 
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not IGNORED.search(p.as_posix()))
+
+
 def copied_files() -> dict[str, Path]:
     """Distribution path -> course file, for every file shipped unchanged (lessons aside)."""
     files = {"grader/notebook.py": GRADER / "notebook.py", LESSON_HELPERS.name: LESSON_HELPERS}
     files |= {f"grader/student/{p.name}": p for p in sorted((GRADER / "student").glob("*.py"))}
-    files |= {f"grader/jupyter/{p.relative_to(STUDENT_JUPYTER_CONFIG).as_posix()}": p
-              for p in sorted(STUDENT_JUPYTER_CONFIG.rglob("*")) if p.is_file() and not IGNORED.search(p.as_posix())}
-    files |= {f"tests/{p.name}": p for p in sorted((TEMPLATE / "tests").glob("*.py"))}
-    files[".gitignore"] = TEMPLATE / "gitignore"
-    return files
-
-
-def _definitions(path: Path, names: tuple[str, ...]) -> dict[str, str]:
-    """name -> its source text in the Python file `path`, for each top-level definition named."""
-    source = path.read_text()
-    found = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            name = node.name
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-        else:
-            continue
-        if name in names:
-            found[name] = ast.get_source_segment(source, node)
-    missing = [name for name in names if name not in found]
-    if missing:
-        raise SystemExit(f"{path.relative_to(REPO)} no longer defines {', '.join(missing)}: "
-                         "update grader/authoring/dist.py")
-    return found
-
-
-def course_module() -> str:
-    """grader/course.py of the distribution: the course's shared definitions, lessons from the manifest."""
-    shared = _definitions(GRADER / "course.py", SHARED_COURSE_DEFINITIONS)
-    values = [shared[n] for n in SHARED_COURSE_DEFINITIONS if not shared[n].startswith("def ")]
-    functions = [shared[n] for n in SHARED_COURSE_DEFINITIONS if shared[n].startswith("def ")]
-    return "\n".join([
-        '"""Paths, lessons and submission names of the student distribution of Attention from Scratch.',
-        "",
-        "Generated by the course's `make dist` (grader/authoring/dist.py). Everything but RELEASES and",
-        "lesson_ids() is copied from the course's own grader/course.py, so submission names and the nbgrader",
-        "configuration are read exactly as there. The lessons are those of .course/manifest.json; the",
-        "self-check compares each notebook with its pristine release in RELEASES (grader/student/releases.py).",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "import os",
-        "from pathlib import Path",
-        "",
-        "from traitlets.config import Config, PyFileConfigLoader",
-        "",
-        *values,
-        'RELEASES = REPO / ".course" / "releases"  # the pristine releases: this is a student distribution',
-        "",
-        "",
-        "def lesson_ids() -> list[str]:",
-        '    """Every lesson of the distribution, in order: those of its manifest."""',
-        "    from grader.student import releases",
-        "",
-        "    return releases.lesson_ids(RELEASES)",
-        "",
-        *[f"\n{function}\n" for function in functions],
-    ])
-
-
-def main_module() -> str:
-    """grader/__main__.py of the distribution: the course's command line with the student commands only."""
-    shared = _definitions(GRADER / "__main__.py", ("summary", "build_parser", "main"))
-    commands = "".join(f'    "{name}": "{COMMANDS[name]}",\n' for name in STUDENT_COMMANDS)
-    return (
-        '"""Command-line interface of the student distribution: `python -m grader <command>`.\n\n'
-        "Generated by the course's `make dist` (grader/authoring/dist.py) from the course's\n"
-        'grader/__main__.py, with the student commands only. The Makefile calls these commands.\n"""\n\n'
-        "from __future__ import annotations\n\nimport argparse\nimport ast\nimport importlib.util\nimport sys\n"
-        "from importlib import import_module\nfrom pathlib import Path\n\n"
-        f"COMMANDS = {{\n{commands}}}\n\n\n{shared['summary']}\n\n\n{shared['build_parser']}\n\n\n"
-        f"{shared['main']}\n\n\n"
-        'if __name__ == "__main__":\n    main()\n'
-    )
-
-
-def package_init() -> str:
-    return ('"""The student commands of Attention from Scratch: `make lab`, `make check`, `make submit`.\n\n'
-            "A copy of the course's own student code, written by its `make dist`; `python -m grader --help`\n"
-            'lists the commands.\n"""\n')
+    files |= {f"grader/jupyter/{p.relative_to(JUPYTER_CONFIG).as_posix()}": p for p in _files(JUPYTER_CONFIG)}
+    template = {p.relative_to(TEMPLATE).as_posix(): p for p in _files(TEMPLATE) if p.name != "README.md"}
+    files |= {(".gitignore" if path == "gitignore" else path): p for path, p in template.items()}
+    return dict(sorted(files.items()))
 
 
 def student_config_sections() -> list[str]:
@@ -211,60 +124,37 @@ def load_config(folder: Path) -> Config:
     return PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
 
 
+def read_requirements(path: Path) -> dict[str, Requirement]:
+    """Normalised package name -> requirement, for every requirement of the pip requirements file `path`.
+
+    Comments, blank lines and options (`-c requirements.txt`) are skipped.
+    """
+    found = {}
+    for line in path.read_text().splitlines():
+        text = re.sub(r"(^|\s)#.*", "", line).strip()
+        if text and not text.startswith("-"):
+            requirement = Requirement(text)
+            found[canonicalize_name(requirement.name)] = requirement
+    return found
+
+
 def requirements() -> str:
-    """requirements.txt of the distribution: the course's lines for the packages students need."""
-    lines = {}
-    for line in (REPO / "requirements.in").read_text().splitlines():
-        name = re.match(r"\s*([A-Za-z0-9_.-]+)", line.split("#")[0])
-        if name and name.group(1).lower() in STUDENT_REQUIREMENTS:
-            lines[name.group(1).lower()] = line.strip()
-    missing = [name for name in STUDENT_REQUIREMENTS if name not in lines]
+    """requirements.txt of the distribution: the course's requirements for the packages students need."""
+    course = read_requirements(REPO / "requirements.in")
+    missing = [name for name in STUDENT_REQUIREMENTS if name not in course]
     if missing:
         raise SystemExit(f"requirements.in no longer lists {', '.join(missing)}: update grader/authoring/dist.py")
     return ("# What the lessons, `make lab`, `make check` and `make submit` need; `make` installs it into .venv.\n"
             "# nbgrader provides the Validate button and the self-check's machinery. Lower bounds are the versions\n"
             "# the course was built and tested with. The optional Lesson 5 also needs requirements-torch.txt.\n"
-            + "".join(lines[name] + "\n" for name in STUDENT_REQUIREMENTS))
+            + "".join(f"{course[name]}\n" for name in STUDENT_REQUIREMENTS))
 
 
 def torch_requirements() -> str:
-    pins = [line for line in (REPO / "requirements-torch.in").read_text().splitlines()
-            if line.split("#")[0].strip() and not line.startswith("-")]
+    """requirements-torch.txt of the distribution: every requirement of the course's torch extra."""
     return ("# The optional PyTorch extra, for Lesson 5 (05-pytorch-module) only: `make torch` installs it into\n"
             "# .venv. The other lessons do without it. On Linux, PyPI's torch bundles CUDA (several GB).\n"
-            + "".join(pin + "\n" for pin in pins))
-
-
-def make_rules(makefile: Path = REPO / "Makefile") -> dict[str, str]:
-    """target -> its rule (the target line and its recipe lines) in `makefile`."""
-    rules, current = {}, None
-    for line in makefile.read_text().splitlines():
-        target = re.match(r"([a-z][a-z-]*):(?!=)", line)
-        if target:
-            current = target.group(1)
-            rules[current] = line
-        elif current and line.startswith("\t"):
-            rules[current] += "\n" + line
-        else:
-            current = None
-    return rules
-
-
-def make_variables(makefile: Path = REPO / "Makefile") -> dict[str, str]:
-    """name -> its assignment line, for every variable assigned at the start of a line of `makefile`."""
-    return {m.group(1): line for line in makefile.read_text().splitlines()
-            if (m := re.match(r"([A-Z_]+)\s*[:?]?=", line))}
-
-
-def makefile() -> str:
-    rules, variables = make_rules(), make_variables()
-    missing = [n for n in SHARED_MAKE_RULES if n not in rules]
-    missing += [n for n in SHARED_MAKE_VARIABLES if n not in variables]
-    if missing:
-        raise SystemExit(f"the course Makefile no longer has {', '.join(missing)}: update grader/authoring/dist.py")
-    text = (TEMPLATE / "Makefile").read_text()
-    text = text.replace("@VARIABLES@", "\n".join(variables[n] for n in SHARED_MAKE_VARIABLES))
-    return text.replace("@RULES@", "\n\n".join(rules[n] for n in SHARED_MAKE_RULES))
+            + "".join(f"{requirement}\n" for requirement in read_requirements(REPO / "requirements-torch.in").values()))
 
 
 def readme(lessons: list[str]) -> str:
@@ -281,7 +171,7 @@ def readme(lessons: list[str]) -> str:
 
 def stale_lessons(lessons: list[str]) -> list[str]:
     """The lessons whose lessons/<id>/<id>.ipynb is missing or differs from a fresh in-memory release."""
-    from grader.student.check import released_notebook
+    from grader.authoring.release_in_memory import released_notebook
 
     stale = []
     for lesson in lessons:
@@ -314,10 +204,8 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
                          "anyone worked in lessons/ here, it refuses and names those notebooks; `make release "
                          "FORCE=1` then backs each up to lessons/<id>.backup-<date>.ipynb before replacing it")
     files: dict[str, bytes] = {path: source.read_bytes() for path, source in copied_files().items()}
-    generated = {"grader/__init__.py": package_init(), "grader/__main__.py": main_module(),
-                 "grader/course.py": course_module(), "nbgrader_config.py": config_module(),
-                 "requirements.txt": requirements(), "requirements-torch.txt": torch_requirements(),
-                 "Makefile": makefile(), "README.md": readme(lessons)}
+    generated = {"nbgrader_config.py": config_module(), "requirements.txt": requirements(),
+                 "requirements-torch.txt": torch_requirements(), "README.md": readme(lessons)}
     files |= {path: text.encode() for path, text in generated.items()}
     code = dict(sorted(files.items()))
     releases = {}

@@ -25,22 +25,12 @@ deleted cell goes back (`grader.notebook.restore_locked_cells`): it compares eve
 your notebook with the lesson's original, reports each one that was deleted or edited, and runs
 the original tests in their place, so the visible tests give the results grading will see.
 
-Where the originals come from. Not from your notebook: a deleted cell leaves no trace there, and
-checksums in the metadata travel with any edit. Not from git: you may have committed your work
-(`HEAD` would then hold your edits) or downloaded the course without git at all. They come from
-the lesson's reference notebook, `solutions/<id>/<id>.ipynb`, which you never edit and which
-every copy of the course carries (the list of lessons is read from `solutions/`): this check
-passes it through nbgrader's own release pipeline in memory (the `GenerateAssignment`
-preprocessors of the course configuration, minus the one that writes to the gradebook), which
-yields exactly the released notebook, checksums included. That is the same source the
-instructor's gradebook is filled from, and the course's tests check that it equals the
-committed `lessons/<id>/<id>.ipynb`. If you update the course (`git pull`) after a test cell
-changed, your older copy is reported as edited, and rightly: grading runs the current test.
-
-In a student distribution (`make dist`), which has no solutions/, the originals are the pristine
-copies of the released notebooks that it ships in `.course/releases/`, checked against their
-checksums, and the list of lessons is its manifest's (grader/student/releases.py). The
-distribution's copy of this module is this file, unchanged.
+Where the originals come from: grader/student/originals.py. In the course repository, they are
+built in memory from the reference notebooks by nbgrader's own release pipeline, which yields
+exactly the released notebook, checksums included; in a student distribution, they are the
+pristine copies it ships. If you update the course (`git pull`) after a test cell changed, your
+older copy is reported as edited, and rightly: grading runs the current test. The distribution's
+copy of this module is this file, unchanged.
 """
 
 from __future__ import annotations
@@ -56,15 +46,13 @@ import nbformat
 from nbconvert.filters import strip_ansi
 from nbformat import NotebookNode
 from nbgrader import utils
-from nbgrader.converters import GenerateAssignment
-from nbgrader.preprocessors import Execute, IgnorePattern, SaveCells
+from nbgrader.preprocessors import Execute, IgnorePattern
 from nbgrader.validator import Validator
-from traitlets import import_item
 from traitlets.config import Config
 
 from grader import notebook as nbmeta
-from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook, with_lesson_helpers
-from grader.student import releases
+from grader.student.layout import LESSONS, ROOT, nbgrader_config, select_lessons, student_notebook, with_lesson_helpers
+from grader.student.originals import released_notebook
 from grader.student.unsaved import last_unsaved_run
 
 PASSED = "passed"
@@ -104,33 +92,6 @@ class LessonCheck:
     def ok(self) -> bool:
         return (not self.problem and not self.deleted and not self.edited and bool(self.exercises)
                 and all(e.status == PASSED for e in self.exercises))
-
-
-def released_notebook(lesson: str, config: Config | None = None) -> NotebookNode:
-    """The student notebook of `lesson` exactly as `make release` makes it, built in memory.
-
-    The reference notebook goes through the course's `GenerateAssignment` preprocessors (solutions
-    replaced by stubs, hidden tests removed, cells locked, checksums computed), except `SaveCells`,
-    which writes the test cells to the instructor's gradebook. In a student distribution, it is
-    the pristine copy that the distribution ships (`grader.student.releases.pristine`).
-    """
-    shipped = releases.pristine(lesson)
-    if shipped is not None:
-        return shipped
-    from grader.course import reference_notebook  # the course repository only: a distribution has none
-
-    config = config if config is not None else nbgrader_config()
-    path = reference_notebook(lesson)
-    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
-    generator = GenerateAssignment(config=config)
-    resources = {"nbgrader": {"assignment": lesson, "notebook": lesson}, "metadata": {"path": str(path.parent)}}
-    for preprocessor in generator.preprocessors:
-        if isinstance(preprocessor, str):
-            preprocessor = import_item(preprocessor)
-        if preprocessor is SaveCells:
-            continue
-        nb, resources = preprocessor(parent=generator).preprocess(nb, resources)
-    return nb
 
 
 def _fingerprint(cell: NotebookNode) -> tuple:
@@ -255,7 +216,7 @@ def _points(value: float) -> str:
     return f"{value:g} point{'s' if value != 1 else ''}"
 
 
-def report(check: LessonCheck, *, root: Path = REPO) -> str:
+def report(check: LessonCheck, *, root: Path = ROOT) -> str:
     """The self-check of one lesson as text for the student."""
     try:
         where = check.notebook.resolve().relative_to(root)

@@ -21,9 +21,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG, with_lesson_helpers
+from grader.student.layout import JUPYTER_CONFIG, LESSONS, ROOT, with_lesson_helpers
 
-LAB_SETTINGS = STUDENT_JUPYTER_CONFIG / "lab-settings"  # JupyterLab's app settings: overrides.json
+LAB_SETTINGS = JUPYTER_CONFIG / "lab-settings"  # JupyterLab's app settings: overrides.json
 
 
 def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -35,7 +35,7 @@ def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env.pop("MPLBACKEND", None)
     paths = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
-    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(STUDENT_JUPYTER_CONFIG), *paths])
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(JUPYTER_CONFIG), *paths])
     return with_lesson_helpers(env)
 
 
@@ -57,7 +57,7 @@ def main(*, root_dir: Path = LESSONS, jupyter_args: Sequence[str] = ()) -> None:
     argv = command(root_dir=root_dir, jupyter_args=jupyter_args)
     if "--allow-root" in argv and "--allow-root" not in jupyter_args:
         print("Running as root: starting JupyterLab with --allow-root.", flush=True)
-    os.chdir(REPO)
+    os.chdir(ROOT)
     sys.stdout.flush()
     os.execve(argv[0], argv, environment())
 

@@ -8,13 +8,12 @@ notebook alone, saved as you left it (save it in JupyterLab first), under the na
 
     submissions/<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb
 
-(`grader.course.submission_filename`; the instructor's collect step parses it with
-`grader.course.SUBMISSION_REGEXP`). The student id is your name made safe for a file name and
-an nbgrader id: accents dropped, lower case, every run of other characters one underscore
-("Zoë O'Brien" becomes `zoe_o_brien`; "李雷" stays `李雷`, and the instructor's side gives it a
-readable ASCII id). Use the same name for every lesson. The time is UTC, so that the instructor
-reads the same moment wherever you are. A file that is not a readable notebook is refused, with
-the way to recover it.
+(grader/student/submission_names.py; the instructor's collect step parses it with the
+SUBMISSION_REGEXP there). The student id is your name made safe for a file name and an nbgrader
+id: accents dropped, lower case, every run of other characters one underscore ("Zoë O'Brien"
+becomes `zoe_o_brien`; "李雷" stays `李雷`, and the instructor's side gives it a readable ASCII id).
+Use the same name for every lesson. The time is UTC, so that the instructor reads the same moment
+wherever you are. A file that is not a readable notebook is refused, with the way to recover it.
 """
 
 from __future__ import annotations
@@ -28,17 +27,9 @@ from pathlib import Path
 
 import nbformat
 
-from grader.course import (
-    LESSONS,
-    REPO,
-    SUBMISSION_REGEXP,
-    SUBMISSION_TIME_FORMAT,
-    SUBMISSIONS,
-    select_lessons,
-    student_notebook,
-    submission_filename,
-)
 from grader.student import check
+from grader.student.layout import LESSONS, ROOT, SUBMISSIONS, select_lessons, student_notebook
+from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, submission_filename
 
 
 def student_id(name: str) -> str:
@@ -101,7 +92,7 @@ def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SU
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     try:
-        shown = target.resolve().relative_to(REPO)
+        shown = target.resolve().relative_to(ROOT)
     except ValueError:
         shown = target
     print(f"\nwrote {shown}\nUpload this one file to your course's assignment page.")

@@ -14,6 +14,7 @@ from grader import notebook
 from grader.__main__ import main as cli
 from grader.course import lesson_ids, nbgrader_config, student_notebook
 from grader.student import check as selfcheck
+from grader.student import originals
 from tests.support import FIXTURES
 
 
@@ -47,7 +48,7 @@ def test_stderr_in_a_test_cell_counts_exactly_as_grading_counts_it(stderr, grade
     if graded_as_failure is None:  # a Python warning: grading drops it when IgnorePattern is on and matches
         ignore = IgnorePattern(config=config)
         graded_as_failure = not (ignore.enabled and re.search(ignore.pattern, stderr))
-    released = selfcheck.released_notebook("03-parallel-heads", config)
+    released = originals.released_notebook("03-parallel-heads", config)
     executed = copy.deepcopy(released)
     for cell in executed.cells:
         if notebook.kind(cell) == "solution":

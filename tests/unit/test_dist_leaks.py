@@ -101,17 +101,10 @@ def secrets() -> dict[str, set[str]]:
     return {lesson: secret_lines(lesson) for lesson in lesson_ids()}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist") / "attention-student"
-    dist.main(out=out)
-    return out
-
-
 @pytest.fixture
-def copy(built, tmp_path) -> Path:
+def copy(distribution, tmp_path) -> Path:
     target = tmp_path / "copy"
-    shutil.copytree(built, target)
+    shutil.copytree(distribution, target)
     return target
 
 
@@ -121,9 +114,9 @@ def test_there_are_secrets_to_look_for():
     assert len(spec_lines()) >= 50
 
 
-def test_a_fresh_distribution_holds_no_secret(built):
-    assert (built / "lessons").is_dir() and (built / dist.RELEASES).is_dir()
-    found = leaks(built)
+def test_a_fresh_distribution_holds_no_secret(distribution):
+    assert (distribution / "lessons").is_dir() and (distribution / dist.RELEASES).is_dir()
+    found = leaks(distribution)
     assert not found, "the distribution reveals:\n" + "\n".join(found[:30])
 
 
@@ -163,14 +156,14 @@ def test_the_scan_finds_a_planted_secret(copy, plant):
     assert leaks(copy), f"a planted {plant} was not found"
 
 
-def test_the_pristine_releases_are_the_lessons_as_released_read_only(built):
-    manifest = json.loads((built / dist.MANIFEST).read_text())
+def test_the_pristine_releases_are_the_lessons_as_released_read_only(distribution):
+    manifest = json.loads((distribution / dist.MANIFEST).read_text())
     assert sorted(manifest["releases"]) == lesson_ids()
     for lesson, digest in manifest["releases"].items():
-        pristine = built / dist.RELEASES / f"{lesson}.ipynb"
+        pristine = distribution / dist.RELEASES / f"{lesson}.ipynb"
         assert pristine.read_bytes() == (LESSONS / lesson / f"{lesson}.ipynb").read_bytes()
-        assert (built / "lessons" / lesson / f"{lesson}.ipynb").read_bytes() == pristine.read_bytes()
+        assert (distribution / "lessons" / lesson / f"{lesson}.ipynb").read_bytes() == pristine.read_bytes()
         assert dist.sha256(pristine.read_bytes()) == digest
         assert not pristine.stat().st_mode & 0o222, f"{pristine} is writable"
     for path, digest in manifest["files"].items():
-        assert dist.sha256((built / path).read_bytes()) == digest, path
+        assert dist.sha256((distribution / path).read_bytes()) == digest, path

@@ -6,12 +6,12 @@ import re
 import subprocess
 from pathlib import Path
 
-from grader.course import LESSONS, REPO, STUDENT_JUPYTER_CONFIG
 from grader.student import lab
+from grader.student.layout import JUPYTER_CONFIG, LESSONS, ROOT
 
 
 def test_make_lab_runs_the_course_command():
-    recipe = subprocess.run(["make", "-n", "-o", ".venv/.installed", "lab"], cwd=REPO, text=True,
+    recipe = subprocess.run(["make", "-n", "-o", ".venv/.installed", "lab"], cwd=ROOT, text=True,
                             capture_output=True, check=True).stdout
     assert re.search(r"python -m grader lab\b", recipe), f"`make lab` no longer runs `python -m grader lab`:\n{recipe}"
 
@@ -25,9 +25,9 @@ def test_as_root_jupyterlab_is_allowed_to_start_and_otherwise_it_is_not_asked_to
 
 def test_the_student_configuration_comes_first_and_no_figure_backend_is_forced():
     env = lab.environment({"JUPYTER_CONFIG_PATH": "/elsewhere", "MPLBACKEND": "Agg"})
-    assert env["JUPYTER_CONFIG_PATH"].split(":") == [str(STUDENT_JUPYTER_CONFIG), "/elsewhere"]
+    assert env["JUPYTER_CONFIG_PATH"].split(":") == [str(JUPYTER_CONFIG), "/elsewhere"]
     assert "MPLBACKEND" not in env
-    assert env["PYTHONPATH"].split(":")[0] == str(REPO)  # kernels import lesson_helpers.py from the course root
+    assert env["PYTHONPATH"].split(":")[0] == str(ROOT)  # kernels import lesson_helpers.py from the course root
 
 
 def test_the_course_settings_turn_the_news_question_off():

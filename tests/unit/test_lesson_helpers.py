@@ -6,7 +6,7 @@ import matplotlib
 import pytest
 
 import lesson_helpers
-from grader.course import LESSON_HELPERS, with_lesson_helpers
+from grader.student.layout import LESSON_HELPERS, with_lesson_helpers
 
 
 @pytest.mark.parametrize(("execution", "full"), [(None, True), ("autograde", False), ("validate", True)])

@@ -7,9 +7,9 @@ import re
 
 import nbformat
 
+from grader.authoring.release_in_memory import released_notebook
 from grader.course import LESSONS, REPO, student_notebook
 from grader.pipeline.strip_nbval_markers import NBVAL_MARKER, StripNbvalMarkers
-from grader.student.check import released_notebook
 from tests.support import may_show, secret_lines
 
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS|BEGIN MARK SCHEME")

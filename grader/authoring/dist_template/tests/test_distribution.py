@@ -15,37 +15,36 @@ from pathlib import Path
 
 import nbformat
 
-from grader import course
-from grader.student import check, releases
+from grader.student import check, layout, originals
 
-RELEASES = releases.folder()
+RELEASES = layout.RELEASES
 
 
 class TheDistributionIsIntact(unittest.TestCase):
     def test_it_is_a_distribution(self):
-        self.assertIsNotNone(RELEASES, "grader/course.py names no pristine releases: not a student distribution")
-        self.assertFalse((course.REPO / "solutions").exists())
+        self.assertTrue(layout.is_distribution(), "this copy has solutions/: not a student distribution")
+        self.assertTrue(layout.MANIFEST.is_file(), f"{layout.MANIFEST} is missing")
 
     def test_every_shipped_file_has_its_checksum(self):
-        shipped = releases.manifest(RELEASES)
-        files = {path: course.REPO / path for path in shipped["files"]}
+        shipped = layout.manifest()
+        files = {path: layout.ROOT / path for path in shipped["files"]}
         changed = [path for path, file in files.items()
-                   if not file.is_file() or releases.sha256(file.read_bytes()) != shipped["files"][path]]
+                   if not file.is_file() or originals.sha256(file.read_bytes()) != shipped["files"][path]]
         self.assertEqual(changed, [], "changed or missing since the course was downloaded")
 
     def test_every_pristine_release_matches_its_checksum_and_is_a_notebook(self):
-        for lesson in course.lesson_ids():
+        for lesson in layout.lesson_ids():
             with self.subTest(lesson=lesson):
-                nb = releases.pristine(lesson)
+                nb = originals.pristine(lesson)
                 nbformat.validate(nb)
-                self.assertTrue(check.released_notebook(lesson).cells)
+                self.assertTrue(originals.released_notebook(lesson).cells)
 
 
 class TheNotebooksAreReadable(unittest.TestCase):
     def test_every_lesson_notebook_is_a_valid_notebook(self):
-        for lesson in course.lesson_ids():
+        for lesson in layout.lesson_ids():
             with self.subTest(lesson=lesson):
-                path = course.student_notebook(lesson)
+                path = layout.student_notebook(lesson)
                 self.assertTrue(path.is_file(), f"{path} is missing")
                 nbformat.validate(nbformat.read(path, as_version=4))
 
@@ -54,7 +53,7 @@ class TheSelfCheckRuns(unittest.TestCase):
     LESSON = "04-output-projection"  # the quickest lesson to run untouched (measured); else the first
 
     def test_an_untouched_notebook_is_not_attempted(self):
-        lesson = self.LESSON if self.LESSON in course.lesson_ids() else course.lesson_ids()[0]
+        lesson = self.LESSON if self.LESSON in layout.lesson_ids() else layout.lesson_ids()[0]
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / f"{lesson}.ipynb"
             shutil.copyfile(RELEASES / f"{lesson}.ipynb", path)

@@ -1,0 +1,75 @@
+"""The student's copy of the course: its folders, its lessons and its nbgrader settings.
+
+The same file in the course repository and in a student distribution (`make dist` copies it). The
+course's root is the folder above grader/. A distribution is the copy without solutions/: its
+lessons are those of its `.course/manifest.json`; the course repository's are those of solutions/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from traitlets.config import Config, PyFileConfigLoader
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+LESSONS = ROOT / "lessons"
+SUBMISSIONS = ROOT / "submissions"  # where `make submit` writes the student's hand-in file
+JUPYTER_CONFIG = ROOT / "grader" / "jupyter"  # the student-only nbgrader UI of `make lab`
+LESSON_HELPERS = ROOT / "lesson_helpers.py"  # the helper module every lesson imports (`import lesson_helpers`)
+RELEASES = ROOT / ".course" / "releases"  # a distribution's pristine copy of each release (grader/student/originals.py)
+MANIFEST = ROOT / ".course" / "manifest.json"  # a distribution's checksums: {"releases": {...}, "files": {...}}
+SOLUTIONS = ROOT / "solutions"  # the course repository's reference notebooks: a distribution has none
+
+
+def is_distribution() -> bool:
+    """Whether this copy is a student distribution (it has no solutions/) rather than the course repository."""
+    return not SOLUTIONS.is_dir()
+
+
+def manifest() -> dict:
+    """The distribution's manifest: {"releases": {lesson: sha256}, "files": {path: sha256}}."""
+    try:
+        return json.loads(MANIFEST.read_text())
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"this copy of the course is damaged: cannot read {MANIFEST} ({error}); "
+                         "download the course again") from error
+
+
+def lesson_ids() -> list[str]:
+    """Every lesson of this copy, in order: the manifest's in a distribution, else one per solutions/<id>.py."""
+    if is_distribution():
+        return sorted(manifest()["releases"])
+    return sorted(path.stem for path in SOLUTIONS.glob("*.py"))
+
+
+def select_lessons(lessons: list[str] | None) -> list[str]:
+    """The requested lessons (all when None or empty), refusing names this copy does not have."""
+    known = lesson_ids()
+    if not lessons:
+        return known
+    unknown = [name for name in lessons if name not in known]
+    if unknown:
+        raise SystemExit(f"unknown lesson(s) {', '.join(unknown)}; the course has: {', '.join(known)}")
+    return list(lessons)
+
+
+def student_notebook(lesson: str, lessons_dir: Path = LESSONS) -> Path:
+    return Path(lessons_dir) / lesson / f"{lesson}.ipynb"
+
+
+def nbgrader_config() -> Config:
+    """The nbgrader configuration of this copy: its root's nbgrader_config.py, as `nbgrader` run there reads it."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+
+
+def with_lesson_helpers(env: dict[str, str]) -> dict[str, str]:
+    """A copy of the environment `env` whose PYTHONPATH starts with the folder of LESSON_HELPERS.
+
+    A kernel started with it can `import lesson_helpers` from any working folder, in the course
+    and in a student distribution (which installs nothing of its own into the environment).
+    """
+    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path]
+    folder = str(LESSON_HELPERS.parent)
+    return {**env, "PYTHONPATH": os.pathsep.join([folder, *(path for path in paths if path != folder)])}
