@@ -17,6 +17,8 @@ from pathlib import Path
 
 from traitlets.config import Config, PyFileConfigLoader
 
+from grader.errors import GradebookRefused, UnknownLesson
+
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 LESSONS = REPO / "lessons"
@@ -55,7 +57,7 @@ def select_lessons(lessons: list[str] | None) -> list[str]:
         return known
     unknown = [name for name in lessons if name not in known]
     if unknown:
-        raise SystemExit(f"unknown lesson(s) {', '.join(unknown)}; the course has: {', '.join(known)}")
+        raise UnknownLesson(f"unknown lesson(s) {', '.join(unknown)}; the course has: {', '.join(known)}")
     return list(lessons)
 
 
@@ -274,5 +276,6 @@ def require_course_id(coursedir) -> None:
     """
     if not coursedir.db_url.startswith("sqlite") and not coursedir.course_id:
         dialect = coursedir.db_url.split(":")[0]
-        raise SystemExit(f"a {dialect} gradebook needs a course id: set c.CourseDirectory.course_id = '<course>' in "
-                         "nbgrader_config.py (nbgrader's empty default only works with SQLite)")
+        raise GradebookRefused(f"a {dialect} gradebook needs a course id: set "
+                               "c.CourseDirectory.course_id = '<course>' in nbgrader_config.py "
+                               "(nbgrader's empty default only works with SQLite)")

@@ -13,7 +13,7 @@ and the student commands, which need Python and make and nothing of this reposit
     Makefile, requirements*.txt    `make lab`, `make check`, `make submit`, `make test` (its own .venv)
     README.md, tests/              the students' README, and the distribution's `make test`
 
-The code is not a fork. grader/notebook.py, every module of grader/student/ and grader/jupyter/
+The code is not a fork. grader/notebook.py, errors.py, safe_text.py, every module of grader/student/ and grader/jupyter/
 are copied byte for byte; grader/course.py and grader/__main__.py are generated from the
 course's own definitions (copied by name from their source: `SHARED_COURSE_DEFINITIONS`,
 `COMMANDS`); nbgrader_config.py holds the values of the course's configuration for the
@@ -53,6 +53,7 @@ from grader.course import (
     select_lessons,
     student_notebook,
 )
+from grader.errors import DistributionRefused, NotReleased
 
 GRADER = REPO / "grader"
 TEMPLATE = Path(__file__).resolve().parent / "dist_template"
@@ -80,7 +81,8 @@ MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN
 
 def copied_files() -> dict[str, Path]:
     """Distribution path -> course file, for every file shipped unchanged (lessons aside)."""
-    files = {"grader/notebook.py": GRADER / "notebook.py", LESSON_HELPERS.name: LESSON_HELPERS}
+    files = {f"grader/{name}": GRADER / name for name in ("errors.py", "notebook.py", "safe_text.py")}
+    files[LESSON_HELPERS.name] = LESSON_HELPERS
     files |= {f"grader/student/{p.name}": p for p in sorted((GRADER / "student").glob("*.py"))}
     files |= {f"grader/jupyter/{p.relative_to(STUDENT_JUPYTER_CONFIG).as_posix()}": p
               for p in sorted(STUDENT_JUPYTER_CONFIG.rglob("*")) if p.is_file() and not IGNORED.search(p.as_posix())}
@@ -104,8 +106,8 @@ def _definitions(path: Path, names: tuple[str, ...]) -> dict[str, str]:
             found[name] = ast.get_source_segment(source, node)
     missing = [name for name in names if name not in found]
     if missing:
-        raise SystemExit(f"{path.relative_to(REPO)} no longer defines {', '.join(missing)}: "
-                         "update grader/authoring/dist.py")
+        raise DistributionRefused(f"{path.relative_to(REPO)} no longer defines {', '.join(missing)}: "
+                                  "update grader/authoring/dist.py")
     return found
 
 
@@ -129,6 +131,8 @@ def course_module() -> str:
         "from pathlib import Path",
         "",
         "from traitlets.config import Config, PyFileConfigLoader",
+        "",
+        "from grader.errors import UnknownLesson",
         "",
         *values,
         'RELEASES = REPO / ".course" / "releases"  # the pristine releases: this is a student distribution',
@@ -154,6 +158,7 @@ def main_module() -> str:
         'grader/__main__.py, with the student commands only. The Makefile calls these commands.\n"""\n\n'
         "from __future__ import annotations\n\nimport argparse\nimport ast\nimport importlib.util\nimport sys\n"
         "from importlib import import_module\nfrom pathlib import Path\n\n"
+        "from grader.errors import CourseError, message\n\n"
         f"COMMANDS = {{\n{commands}}}\n\n\n{shared['summary']}\n\n\n{shared['build_parser']}\n\n\n"
         f"{shared['main']}\n\n\n"
         'if __name__ == "__main__":\n    main()\n'
@@ -201,7 +206,7 @@ def config_module() -> str:
         for name, value in settings.items():
             text = repr(value)
             if ast.literal_eval(text) != value:
-                raise SystemExit(f"the course's {section}.{name} is not a plain value; dist.py cannot copy it")
+                raise DistributionRefused(f"the course's {section}.{name} is not a plain value; dist.py cannot copy it")
             lines.append(f"c.{section}.{name} = {text}")
     return "\n".join(lines) + "\n"
 
@@ -220,7 +225,8 @@ def requirements() -> str:
             lines[name.group(1).lower()] = line.strip()
     missing = [name for name in STUDENT_REQUIREMENTS if name not in lines]
     if missing:
-        raise SystemExit(f"requirements.in no longer lists {', '.join(missing)}: update grader/authoring/dist.py")
+        raise DistributionRefused(f"requirements.in no longer lists {', '.join(missing)}: "
+                                  "update grader/authoring/dist.py")
     return ("# What the lessons, `make lab`, `make check` and `make submit` need; `make` installs it into .venv.\n"
             "# nbgrader provides the Validate button and the self-check's machinery. Lower bounds are the versions\n"
             "# the course was built and tested with. The optional Lesson 5 also needs requirements-torch.txt.\n"
@@ -261,7 +267,8 @@ def makefile() -> str:
     missing = [n for n in SHARED_MAKE_RULES if n not in rules]
     missing += [n for n in SHARED_MAKE_VARIABLES if n not in variables]
     if missing:
-        raise SystemExit(f"the course Makefile no longer has {', '.join(missing)}: update grader/authoring/dist.py")
+        raise DistributionRefused(f"the course Makefile no longer has {', '.join(missing)}: "
+                                  "update grader/authoring/dist.py")
     text = (TEMPLATE / "Makefile").read_text()
     text = text.replace("@VARIABLES@", "\n".join(variables[n] for n in SHARED_MAKE_VARIABLES))
     return text.replace("@RULES@", "\n\n".join(rules[n] for n in SHARED_MAKE_RULES))
@@ -310,9 +317,9 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
     kept = kept or {}
     stale = stale_lessons([lesson for lesson in lessons if lesson not in kept])
     if stale:
-        raise SystemExit(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first. If "
-                         "anyone worked in lessons/ here, it refuses and names those notebooks; `make release "
-                         "FORCE=1` then backs each up to lessons/<id>.backup-<date>.ipynb before replacing it")
+        raise NotReleased(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first. If "
+                          "anyone worked in lessons/ here, it refuses and names those notebooks; `make release "
+                          "FORCE=1` then backs each up to lessons/<id>.backup-<date>.ipynb before replacing it")
     files: dict[str, bytes] = {path: source.read_bytes() for path, source in copied_files().items()}
     generated = {"grader/__init__.py": package_init(), "grader/__main__.py": main_module(),
                  "grader/course.py": course_module(), "nbgrader_config.py": config_module(),
@@ -339,19 +346,20 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
     files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     leaks = [path for path, data in files.items() if MARKERS.search(data.decode("utf-8", "replace"))]
     if leaks:  # the tests scan for far more (tests/unit/test_dist_leaks.py); this one costs nothing
-        raise SystemExit(f"refusing to write a distribution with nbgrader markers in {', '.join(leaks)}")
+        raise DistributionRefused(f"refusing to write a distribution with nbgrader markers in {', '.join(leaks)}")
     return dict(sorted(files.items()))
 
 
 def _refuse(out: Path) -> None:
     """Refuse an output folder that is not empty, new or an earlier distribution."""
     if out == REPO or REPO in out.parents or out in REPO.parents:
-        raise SystemExit(f"write the distribution outside the course repository, not to {out}: "
-                         "it is published on its own, and the course's tests and tools must not pick it up")
+        raise DistributionRefused(f"write the distribution outside the course repository, not to {out}: "
+                                  "it is published on its own, and the course's tests and tools must not pick it up")
     if out.exists() and not out.is_dir():
-        raise SystemExit(f"{out} is a file, not a folder")
+        raise DistributionRefused(f"{out} is a file, not a folder")
     if out.is_dir() and any(p.name not in KEPT_ON_REBUILD for p in out.iterdir()) and not (out / MANIFEST).is_file():
-        raise SystemExit(f"{out} is not empty and holds no earlier distribution ({MANIFEST}): choose another DIR")
+        raise DistributionRefused(f"{out} is not empty and holds no earlier distribution ({MANIFEST}): "
+                                  "choose another DIR")
 
 
 def _prepare(out: Path) -> None:
@@ -432,12 +440,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write nothing; list how --out differs from a fresh distribution (exit 1 if it does)")
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace) -> int | None:
+    """Write the distribution as `args` say; with --check, the exit status: 1 if `--out` differs, else 0."""
     lessons = [*args.lessons, *(dist_steps.parse(args.lesson_spec) if args.lesson_spec else [])] or None
     if args.check:
         found = main(out=args.out, lessons=lessons, check=True)
         print("\n".join(found) if found else f"{args.out} is exactly what `make dist` writes now")
-        raise SystemExit(1 if found else 0)
+        return 1 if found else 0
     files = main(out=args.out, lessons=lessons, republish=args.republish)
     print(f"wrote the student distribution to {args.out} ({len(files)} files): publish that folder as it is. "
           f"Students run `make lab`, `make check`, `make submit` there; see its README.md.")

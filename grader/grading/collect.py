@@ -38,6 +38,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
+from grader.errors import BadDownload
 
 MAX_ID = 64  # characters of a student id
 MAX_ENTRY = 64 * 1024**2  # bytes of one downloaded notebook
@@ -184,7 +185,7 @@ def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Call
             else:
                 yield info.filename, lambda info=info: _read_capped(archive.open(info)), _zip_time(info)
     else:
-        raise SystemExit(f"{source}: not a folder or a .zip of downloaded submissions")
+        raise BadDownload(f"{source}: not a folder or a .zip of downloaded submissions")
 
 
 def _zip_time(info: zipfile.ZipInfo) -> datetime:

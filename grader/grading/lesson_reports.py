@@ -1,6 +1,6 @@
 """What a grading batch writes for the instructor besides the grades CSV and plot.
 
-After each batch (grader.grading.batch), next to `grades/<lesson>.csv`:
+After each batch (grader.grading.autograde), next to `grades/<lesson>.csv`:
 
 - `grades/<lesson>-overview.html`: per exercise and per student, what lost points
   (grader.grading.overview), and the same in the terminal summary;

@@ -18,6 +18,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from grader import course
+from grader.errors import DamagedCopy
 
 MANIFEST = "manifest.json"  # in the parent folder of RELEASES, i.e. .course/manifest.json
 
@@ -38,8 +39,8 @@ def manifest(releases: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as error:
-        raise SystemExit(f"this copy of the course is damaged: cannot read {path} ({error}); "
-                         "download the course again") from error
+        raise DamagedCopy(f"this copy of the course is damaged: cannot read {path} ({error}); "
+                          "download the course again") from error
 
 
 def lesson_ids(releases: Path) -> list[str]:
@@ -50,7 +51,7 @@ def lesson_ids(releases: Path) -> list[str]:
 def pristine(lesson: str) -> NotebookNode | None:
     """The released notebook of `lesson` as the distribution shipped it, or None outside a distribution.
 
-    Refuses (SystemExit) a pristine copy that is missing or whose bytes no longer match the
+    Refuses (DamagedCopy) a pristine copy that is missing or whose bytes no longer match the
     manifest's checksum: the self-check would otherwise compare the student's work with a damaged
     original.
     """
@@ -62,9 +63,9 @@ def pristine(lesson: str) -> NotebookNode | None:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise SystemExit(f"this copy of the course is damaged: the original of {lesson} ({path}) cannot be "
-                         f"read ({error}); download the course again") from error
+        raise DamagedCopy(f"this copy of the course is damaged: the original of {lesson} ({path}) cannot be "
+                          f"read ({error}); download the course again") from error
     if expected is None or sha256(data) != expected:
-        raise SystemExit(f"this copy of the course is damaged: the original of {lesson} ({path}) was changed "
-                         "(its checksum is not the one in .course/manifest.json); download the course again")
+        raise DamagedCopy(f"this copy of the course is damaged: the original of {lesson} ({path}) was changed "
+                          "(its checksum is not the one in .course/manifest.json); download the course again")
     return nbformat.reads(data.decode("utf-8"), as_version=4)

@@ -27,7 +27,7 @@ import pytest
 import tomllib
 
 from grader.course import SUBMISSION_TIME_FORMAT, submission_filename
-from grader.grading.batch import main as autograde
+from grader.grading.autograde import main as autograde
 from grader.grading.triage import FLAGS
 from grader.grading.worker import Job, grade
 from tests.support import FIXTURES, Course, batch_scores, build_notebook, exercise, make_course, points_of, secret_lines

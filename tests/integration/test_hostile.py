@@ -32,7 +32,7 @@ import psutil
 import pytest
 
 from grader.course import REPO, submission_filename
-from grader.grading.batch import main as autograde
+from grader.grading.autograde import main as autograde
 from grader.sandbox import cgroup
 from tests.support import Course, batch_scores, build_notebook, hostile_cases, make_course, points_of
 

@@ -31,7 +31,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from grader.course import EXTRAS
 from grader.grading import shared_sql
-from grader.grading.batch import main as autograde
+from grader.grading.autograde import main as autograde
 from tests.support import Course, build, expected_scores, make_course, variants
 
 pytestmark = pytest.mark.same_verdicts  # the same scores on a Dask cluster and in PostgreSQL
@@ -53,7 +53,7 @@ def submit(course: Course) -> None:
 
 
 def grade(course: Course, *, rerun: set[str] | None = None, **options) -> Scores:
-    """Grade the course's batch through grader.grading.batch.main; every submission must be graded.
+    """Grade the course's batch through grader.grading.autograde.main; every submission must be graded.
 
     Every submission is graded anew, or with `rerun`, only those students' and the rest are not run again.
     """

@@ -18,6 +18,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
 from grader.course import REPO, Layout, nbgrader_config, require_course_id, select_lessons
+from grader.errors import CannotGradeSafely, NotReleased
 from grader.grading import gradelog, late, lesson_reports, report
 from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
@@ -75,9 +76,9 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
         try:
             probe()
         except SandboxUnavailable as error:
-            raise SystemExit(f"cannot grade safely: {error}.\nGrading runs every submission in a sandbox; to "
-                             "grade without it anyway (the kernels can then change grades), pass "
-                             "--unsafe-no-sandbox.") from None
+            raise CannotGradeSafely(f"cannot grade safely: {error}.\nGrading runs every submission in a sandbox; to "
+                                    "grade without it anyway (the kernels can then change grades), pass "
+                                    "--unsafe-no-sandbox.") from None
     config = nbgrader_config(course)
     coursedir = CourseDirectory(config=config)
     layout = Layout.of(config)
@@ -88,9 +89,9 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
         try:
             gradebook.find_assignment(lesson)
         except MissingEntry:
-            raise SystemExit(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
+            raise NotReleased(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
     if not release.is_file():
-        raise SystemExit(f"{release} is missing: run `make release LESSON={lesson}` first")
+        raise NotReleased(f"{release} is missing: run `make release LESSON={lesson}` first")
     points = notebook.test_points(nbformat.read(release, as_version=4))
 
     table = Roster.read(roster) if roster is not None else None
