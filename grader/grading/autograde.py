@@ -23,10 +23,11 @@ from grader.grading import gradelog, late, lesson_reports, report
 from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
+from grader.grading.jobs import Job, Result
 from grader.grading.lms import DownloadFormats, Roster, record_names
 from grader.grading.roster import enrol
 from grader.grading.supervisor import supervise
-from grader.grading.worker import Job, Result, grade
+from grader.grading.worker import grade
 from grader.sandbox.bwrap import SandboxUnavailable, probe
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from grader.course import Layout
 from grader.grading import canvas_csv, overview, regrade, similarity
+from grader.grading.jobs import Result
 from grader.grading.late import Lateness
 from grader.grading.lms import Roster
-from grader.grading.worker import Result
 
 
 def write(lesson: str, results: Sequence[Result], points: dict[str, float], layout: Layout, *,

@@ -21,8 +21,8 @@ import nbformat
 from nbconvert.filters import strip_ansi
 
 from grader import notebook
+from grader.grading.jobs import Result
 from grader.grading.late import Lateness
-from grader.grading.worker import Result
 from grader.safe_text import for_terminal
 
 MAX_MESSAGE = 300  # characters of one failure message kept

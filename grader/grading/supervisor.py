@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from grader.grading.worker import Job, Result, grade, prepare, prime
+from grader.grading.jobs import Job, Result
+from grader.grading.worker import grade, prepare, prime
 
 POLL = 0.5  # seconds between two looks at the running jobs
 EXIT_GRACE = 5.0  # seconds a retired process has to end once it is told to, before it is killed

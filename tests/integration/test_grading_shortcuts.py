@@ -24,8 +24,8 @@ import nbformat
 import pytest
 
 from grader.course import GRADEBOOK, lesson_ids, missing_extras
+from grader.grading.jobs import Job, Result
 from grader.grading.supervisor import supervise
-from grader.grading.worker import Job, Result
 from tests.support import Course, build, mistake, variants
 
 pytestmark = pytest.mark.same_verdicts  # the same verdicts at full size

@@ -103,7 +103,8 @@ def test_course_module_copies_the_course_definitions(built):
     for name in dist.SHARED_COURSE_DEFINITIONS:
         assert ours[name] == theirs[name], f"grader/course.py: {name} differs from the course's"
     own = set(ours) - set(dist.SHARED_COURSE_DEFINITIONS)
-    assert own == {"annotations", "Path", "Config", "PyFileConfigLoader", "RELEASES", "lesson_ids"}, own
+    assert own == {"annotations", "Path", "Config", "PyFileConfigLoader", "UnknownLesson", "RELEASES",
+                   "lesson_ids"}, own
 
 
 def test_everything_the_student_code_imports_from_grader_is_shipped(built):

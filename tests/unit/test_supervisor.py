@@ -9,7 +9,7 @@ import time
 
 import grader.grading.supervisor as supervisor
 from grader.course import REPO
-from grader.grading.worker import Job, Result
+from grader.grading.jobs import Job, Result
 
 
 def fake_grade(job: Job) -> Result:
