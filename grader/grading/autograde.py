@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -26,8 +27,9 @@ from grader.grading.gradebook_check import check_gradebook
 from grader.grading.jobs import Job, Result
 from grader.grading.lms import DownloadFormats, Roster, record_names
 from grader.grading.roster import enrol
-from grader.grading.supervisor import supervise
+from grader.grading.supervisor import GradingProcesses, supervise
 from grader.grading.worker import grade
+from grader.pipeline.guarded_execute import GuardedExecute
 from grader.sandbox.bwrap import SandboxUnavailable, probe
 
 
@@ -57,7 +59,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     Each submission is graded by `grader.grading.worker.grade`, each kernel in the sandbox
     (grader.sandbox): by default in `workers` grading processes of this machine (default: one per
     core; grader.grading.supervisor), each submission stopped after `job_timeout` seconds (default:
-    the notebook's time limit plus five minutes) so that none can hold up the batch. Any
+    GuardedExecute.notebook_timeout plus GradingProcesses.job_timeout_margin) so that none can hold up the batch. Any
     `concurrent.futures.Executor` whose workers are processes that see this course's files and
     gradebook can be passed instead, e.g. a Dask cluster's `Client(...).get_executor()`; it is not
     shut down here.
@@ -107,8 +109,10 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     jobs = make_jobs(course, lesson, collected.students, force=force or regrade, timeout=timeout,
                      memory_limit=memory_limit,
                      sandbox=not unsafe_no_sandbox)
+    processes = GradingProcesses(config=config)
     if job_timeout is None:
-        job_timeout = float(config.GuardedExecute.get("notebook_timeout", 600) or 600) + 300
+        notebook_limit = GuardedExecute(config=config).notebook_timeout
+        job_timeout = notebook_limit + processes.job_timeout_margin if notebook_limit else math.inf
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     log = layout.log(lesson)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -119,7 +123,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
         gradelog.append(log, lesson, result, points)
 
     if executor is None:
-        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done)
+        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done, settings=processes)
     else:
         results = _run(jobs, executor, done)
     bar.close()

@@ -20,7 +20,7 @@ class Job:
     student: str
     force: bool = False  # regrade even when the grade and feedback are newer than the submission
     timeout: int | None = None  # seconds per cell (Execute.timeout); None keeps the configured value
-    memory_limit: int | None = None  # bytes per kernel (GuardedExecute.memory_limit); None: configured
+    memory_limit: int | None = None  # bytes per kernel (KernelLimits.memory_limit); None: configured
     sandbox: bool = True  # False: --unsafe-no-sandbox, and the result says so
     # The batch run this job belongs to. An executor may cache results by their arguments (a Dask
     # Client's `submit` does by default, `pure=True`): without it, the next run's identical job would

@@ -142,7 +142,7 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
     if timeout is not None:
         config.Execute.timeout = timeout
     if memory_limit is not None:
-        config.GuardedExecute.memory_limit = memory_limit
+        config.KernelLimits.memory_limit = memory_limit
     config.GuardedExecute.sandbox = sandbox
     api = nbgrader_api(config)
     return api, api.coursedir
