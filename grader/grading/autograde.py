@@ -27,6 +27,7 @@ from grader.grading.gradebook_check import check_gradebook
 from grader.grading.jobs import Job, Result
 from grader.grading.lms import DownloadFormats, Roster, record_names
 from grader.grading.roster import enrol
+from grader.grading.similarity import SimilarityReport
 from grader.grading.supervisor import GradingProcesses, supervise
 from grader.grading.worker import grade
 from grader.pipeline.guarded_execute import GuardedExecute
@@ -138,7 +139,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     else:
         plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
     written, details = lesson_reports.write(lesson, results, points, layout, lateness=lateness, roster=table,
-                                            before=before)
+                                            before=before, similar=SimilarityReport(config=config))
     files = {"grades": grades, **({"plot": plot} if graded else {}), **written,
              "feedback": layout.feedback / "<student>" / lesson,
              "log": log}

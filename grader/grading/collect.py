@@ -40,6 +40,8 @@ from pathlib import Path
 from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
 from grader.errors import BadDownload
 
+# Bounds on what a download may hold, against hostile input; constants, not settings: an honest
+# notebook is far below each, and a student id's length is part of the file-name convention.
 MAX_ID = 64  # characters of a student id
 MAX_ENTRY = 64 * 1024**2  # bytes of one downloaded notebook
 MAX_RATIO = 200  # how many times its compressed size a zip entry may expand to

@@ -25,9 +25,12 @@ from grader.grading.lms import Roster
 def write(lesson: str, results: Sequence[Result], points: dict[str, float], layout: Layout, *,
           lateness: dict[str, Lateness], roster: Roster | None = None,
           before: dict[str, dict[str, float | None]] | None = None,
-          similarity_threshold: float = similarity.THRESHOLD) -> tuple[dict[str, Path], str]:
+          similar: similarity.SimilarityReport | None = None) -> tuple[dict[str, Path], str]:
     """Write the overview page, the Canvas CSV and the similarity report; return them by name, and
-    the text to add to the terminal summary (the overview, and with `before` the regrade's changes)."""
+    the text to add to the terminal summary (the overview, and with `before` the regrade's changes).
+
+    `similar` says which pairs the similarity report lists (default: SimilarityReport's defaults)."""
+    similar = similar or similarity.SimilarityReport()
     grades = layout.grades_csv(lesson).parent
     autograded = {r.student: layout.autograded_notebook(r.student, lesson) for r in results}
     view = overview.build(lesson, results, points, autograded, lateness)
@@ -35,11 +38,12 @@ def write(lesson: str, results: Sequence[Result], points: dict[str, float], layo
              "canvas": canvas_csv.write(grades / f"{lesson}-canvas.csv", lesson, results, points,
                                         lateness=lateness, roster=roster)}
     submitted = {r.student: layout.submitted_notebook(r.student, lesson) for r in results}
-    pairs = similarity.compare(submitted, layout.release_notebook(lesson), threshold=similarity_threshold)
+    pairs = similarity.compare(submitted, layout.release_notebook(lesson), threshold=similar.threshold,
+                               min_tokens=similar.min_tokens)
     files["similar"] = similarity.write_html(grades / f"{lesson}-similarity.html", lesson, pairs,
-                                             compared=len(submitted), threshold=similarity_threshold)
+                                             compared=len(submitted), threshold=similar.threshold)
     text = [overview.terminal(view),
-            f"  similar answers        {len(pairs):4d} pairs at {similarity_threshold:.0%} or more (no grade changed)"]
+            f"  similar answers        {len(pairs):4d} pairs at {similar.threshold:.0%} or more (no grade changed)"]
     if before is not None:
         text.append(regrade.table(lesson, regrade.changes(before, results, points), len(results)))
     return files, "\n".join(text)

@@ -58,6 +58,7 @@ FORMATS = {
 }
 
 
+# Part of how an id is made from a name (ids must stay the same from one batch to the next): not a setting.
 MAX_READABLE = 48  # characters of the readable part of an id made from a name
 
 

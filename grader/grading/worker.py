@@ -66,6 +66,7 @@ class Paths:
                 shutil.rmtree(path.parent)
 
 
+LESSON_KERNEL = "python3"  # the kernelspec of every lesson notebook (docs/lesson-style.md)
 _lock = threading.Lock()
 
 
@@ -172,18 +173,20 @@ def _import_pipelines(config, lesson: str) -> None:
     """Import the steps of the autograde and feedback pipelines, the lesson's trusted spec, numpy's
     random module (loaded on first use) and the kernelspec nbclient looks up, as grading would."""
     from jupyter_client.kernelspec import KernelSpecManager
+    from nbgrader.converters import Autograde, GenerateFeedback
     from traitlets.utils.importstring import import_item
 
+    from grader.pipeline.guarded_execute import GuardedExecute
     from grader.trusted.spec import load_spec, seeded
 
-    steps = [*config.Autograde.get("sanitize_preprocessors", []), *config.Autograde.get("autograde_preprocessors", []),
-             *config.GenerateFeedback.get("preprocessors", [])]
-    for step in steps:
+    autograde, feedback = Autograde(config=config), GenerateFeedback(config=config)
+    for step in [*autograde.sanitize_preprocessors, *autograde.autograde_preprocessors, *feedback.preprocessors]:
         if isinstance(step, str):
             import_item(step)
     load_spec(lesson)
     seeded(0, lesson)
-    KernelSpecManager().get_kernel_spec(config.Execute.get("kernel_name", "python3"))
+    # Execute's own default is no name: nbclient then runs the notebook's kernelspec, every lesson's `python3`.
+    KernelSpecManager().get_kernel_spec(GuardedExecute(config=config).kernel_name or LESSON_KERNEL)
 
 
 @cache
