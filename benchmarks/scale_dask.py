@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.batch import add_batch_arguments, busy_cpu, load, submit
-from grader.course import EXTRAS, select_lessons
+from grader.course import select_lessons
+from grader.extras import EXTRAS
 from grader.grading.autograde import main as autograde
 from tests.support import Course, make_course
 

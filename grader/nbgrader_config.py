@@ -2,12 +2,13 @@
 
 nbgrader's own folders are mapped onto the course layout instead of renaming the course:
 solutions/<lesson>/ is nbgrader's source, lessons/<lesson>/ its release, and everything grading
-writes lives in grader/state/ (grader/course.py). What each command runs is in grader/pipeline.
+writes lives in grader/state/ (grader/layout.py). What each command runs is in grader/pipeline.
 """
 
 from grader import pipeline
-from grader.course import GRADEBOOK, REPO, STATE_FOLDERS
+from grader.course import REPO
 from grader.grading import shared_sql
+from grader.layout import GRADEBOOK, STATE_FOLDERS
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 

@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 
 from grader.authoring import release_guard
-from grader.course import REPO, Layout, nbgrader_api, nbgrader_config, select_lessons
+from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import NotReleased
+from grader.gradebook import nbgrader_api
+from grader.layout import Layout
 
 
 def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool = False) -> list[str]:

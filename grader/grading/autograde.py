@@ -18,8 +18,9 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
-from grader.course import REPO, Layout, nbgrader_config, require_course_id, select_lessons
+from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import CannotGradeSafely, NotReleased
+from grader.gradebook import require_course_id
 from grader.grading import gradelog, late, lesson_reports, report
 from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
@@ -30,6 +31,7 @@ from grader.grading.roster import enrol
 from grader.grading.similarity import SimilarityReport
 from grader.grading.supervisor import GradingProcesses, supervise
 from grader.grading.worker import grade
+from grader.layout import Layout
 from grader.pipeline.guarded_execute import GuardedExecute
 from grader.sandbox.bwrap import SandboxUnavailable, probe
 

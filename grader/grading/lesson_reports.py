@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.course import Layout
 from grader.grading import canvas_csv, overview, regrade, similarity
 from grader.grading.jobs import Result
 from grader.grading.late import Lateness
 from grader.grading.lms import Roster
+from grader.layout import Layout
 
 
 def write(lesson: str, results: Sequence[Result], points: dict[str, float], layout: Layout, *,

@@ -30,10 +30,12 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
-from grader.course import Layout, nbgrader_api, nbgrader_config
+from grader.course import nbgrader_config
+from grader.gradebook import nbgrader_api
 from grader.grading import phases, triage
 from grader.grading.jobs import Job, Result
 from grader.grading.triage import Flag
+from grader.layout import Layout
 
 
 @dataclass(frozen=True)

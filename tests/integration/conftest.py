@@ -23,7 +23,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.course import lesson_ids, missing_extras
+from grader.course import lesson_ids
+from grader.extras import missing_extras
 from grader.grading.jobs import Job, Result
 from grader.grading.supervisor import supervise
 from tests.support import Course, build, cheat_lessons, cheats, core_cheat, core_variants, make_course, variants

@@ -62,7 +62,8 @@ def test_anything_else_is_refused_naming_it(gradebook, statement, found):
 def test_a_gradebook_other_than_sqlite_without_a_course_id_is_refused_before_it_is_opened(tmp_path):
     """nbgrader's empty default course id breaks PostgreSQL's foreign keys deep inside a release:
     releasing and grading refuse it first, saying what to set. Nothing is connected to."""
-    from grader.course import REPO, nbgrader_api, nbgrader_config
+    from grader.course import REPO, nbgrader_config
+    from grader.gradebook import nbgrader_api
     from grader.grading.autograde import main as autograde
 
     nowhere = f"postgresql+psycopg://nobody@/gradebook?host={tmp_path / 'no-server'}"
