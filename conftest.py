@@ -6,9 +6,9 @@
   is exhaustive when it carries a marker that says why (EXHAUSTIVE): it checks one more case of a
   kind that `make test` already checks once, it proves that another route reaches the same verdicts,
   or it drives a real browser. Such tests get the marker `exhaustive` here, which `make test` deselects.
-- Optional extras (grader.course.EXTRAS): a test that needs one is marked `extra` and, where the
+- Optional extras (grader.extras.EXTRAS): a test that needs one is marked `extra` and, where the
   extra is missing, skipped with its name and install command; the run ends with one line that
-  counts the skips per missing extra. A lesson's tests need the extras of grader.course.LESSON_EXTRAS
+  counts the skips per missing extra. A lesson's tests need the extras of grader.extras.LESSON_EXTRAS
   (its nbval cells, and every test parametrized with its id); any other test asks with
   `@pytest.mark.needs("playwright", "chromium")`.
 - xdist: `--dist loadscope` keeps each reference notebook's nbval cells on one worker, in order.
@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import EXTRAS, LESSON_EXTRAS, REPO, SOLUTIONS, lesson_ids
+from grader.course import REPO, SOLUTIONS, lesson_ids
+from grader.extras import EXTRAS, LESSON_EXTRAS
 from grader.grading.phases import PHASES
 
 TIERS = {"unit": "unit", "integration": "kernel", "e2e": "browser"}
@@ -61,7 +62,7 @@ def pytest_configure(config):
             config.addinivalue_line("markers", f"{name}: in make test-all only: {why}")
     config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e); in make test-all only")
     config.addinivalue_line("markers", "exhaustive: in make test-all only (any test with a marker of EXHAUSTIVE)")
-    config.addinivalue_line("markers", "extra: needs an optional extra (grader.course.EXTRAS)")
+    config.addinivalue_line("markers", "extra: needs an optional extra (grader.extras.EXTRAS)")
     config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
     if not hasattr(config, "workerinput"):  # once per run, before any xdist worker starts
         _count_kernels(Path(tempfile.mkdtemp(prefix="course-test-kernels-")))
@@ -165,7 +166,7 @@ def pytest_collection_modifyitems(config, items):
         if not needed:
             continue
         unknown = [name for name in needed if name not in EXTRAS]
-        assert not unknown, f"{item.nodeid}: unknown extras {unknown}; grader.course.EXTRAS has {sorted(EXTRAS)}"
+        assert not unknown, f"{item.nodeid}: unknown extras {unknown}; grader.extras.EXTRAS has {sorted(EXTRAS)}"
         item.add_marker(pytest.mark.extra)
         absent = [missing[name] for name in needed if name in missing]
         if absent:

@@ -7,7 +7,7 @@ through the lesson's fixture students as benchmarks/autograde_throughput.py does
 answers; the infinite loop left out by default), one identical copy per throw-away course, one
 course per cluster size. For each size it starts a Dask `LocalCluster` of that many worker
 processes with one thread each, as `dask worker ... --nthreads 1 --nworkers N` would on each
-machine, and grades the course's batch with `grader.grading.batch.main(executor=...)`: autograde,
+machine, and grades the course's batch with `grader.grading.autograde.main(executor=...)`: autograde,
 feedback, CSV and plot, every kernel in the sandbox, each worker importing nbgrader on its first job.
 
 It prints, per size, submissions per minute (timed from the moment every worker is up to the end
@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.batch import add_batch_arguments, busy_cpu, load, submit
-from grader.course import EXTRAS, select_lessons
-from grader.grading.batch import main as autograde
+from grader.course import select_lessons
+from grader.extras import EXTRAS
+from grader.grading.autograde import main as autograde
 from tests.support import Course, make_course
 
 Scores = dict[str, dict[str, float | None]]

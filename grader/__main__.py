@@ -3,7 +3,8 @@
 The student commands (lab, check, submit) and how every command is run are in
 grader/student/cli.py, which a student distribution ships as it is; the instructor's commands
 are added here. To add a command, add its module, with `add_arguments(parser)` and `run(args)`,
-to COMMANDS.
+to COMMANDS. Library code raises grader.errors.CourseError where it refuses; only the command line
+turns that into a message on stderr and exit status 1.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ COMMANDS = {
     "release": "grader.authoring.release",
     "reference": "grader.authoring.reference",
     **cli.COMMANDS,
-    "autograde": "grader.grading.batch",
+    "autograde": "grader.grading.autograde",
     "dist": "grader.authoring.dist",
 }
 

@@ -2,12 +2,13 @@
 
 nbgrader's own folders are mapped onto the course layout instead of renaming the course:
 solutions/<lesson>/ is nbgrader's source, lessons/<lesson>/ its release, and everything grading
-writes lives in grader/state/ (grader/course.py). What each command runs is in grader/pipeline.
+writes lives in grader/state/ (grader/layout.py). What each command runs is in grader/pipeline.
 """
 
 from grader import pipeline
-from grader.course import GRADEBOOK, REPO, STATE_FOLDERS
+from grader.course import REPO
 from grader.grading import shared_sql
+from grader.layout import GRADEBOOK, STATE_FOLDERS
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -50,11 +51,11 @@ c.Execute.shutdown_kernel = "immediate"
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal", "--HistoryManager.hist_file=:memory:"]
 # ---- the sandbox and its limits, per submission (docs/trust.md)
 c.GuardedExecute.sandbox = True  # `--unsafe-no-sandbox` turns it off, and every result then says so
-c.GuardedExecute.memory_limit = 4 * 1024**3  # bytes of address space per process; NumPy reserves ~1 GiB at start
-c.GuardedExecute.tree_memory_limit = 3 * 1024**3  # bytes of resident memory of the whole process tree
-c.GuardedExecute.max_processes = 64  # processes of the tree (and, with a uid of its own, threads)
-c.GuardedExecute.file_size_limit = 64 * 1024**2  # bytes of the largest file a kernel may write
-c.GuardedExecute.disk_limit = 256 * 1024**2  # bytes of each writable tmpfs: /tmp, HOME, the working directory
+c.KernelLimits.memory_limit = 4 * 1024**3  # bytes of address space per process; NumPy reserves ~1 GiB at start
+c.KernelLimits.tree_memory_limit = 3 * 1024**3  # bytes of resident memory of the whole process tree
+c.KernelLimits.max_processes = 64  # processes of the tree (and, with a uid of its own, threads)
+c.KernelLimits.file_size_limit = 64 * 1024**2  # bytes of the largest file a kernel may write
+c.KernelLimits.disk_limit = 256 * 1024**2  # bytes of each writable tmpfs: /tmp, HOME, the working directory
 c.GuardedExecute.notebook_timeout = 600  # seconds of all of a submission's cells together
 c.GuardedExecute.output_bytes_per_cell = 2 * 1024**2  # bytes of output kept per cell, as it arrives
 c.GuardedExecute.output_bytes_per_notebook = 16 * 1024**2  # and per notebook

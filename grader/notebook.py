@@ -11,7 +11,7 @@ from typing import Literal
 
 from nbformat import NotebookNode
 
-Kind = Literal["test", "solution", "locked", "task"]
+CellRole = Literal["test", "solution", "locked", "task"]  # what a cell is to nbgrader
 
 
 def meta(cell: NotebookNode) -> dict:
@@ -31,7 +31,7 @@ def grade_id(cell: NotebookNode) -> str | None:
     return meta(cell).get("grade_id") or None
 
 
-def kind(cell: NotebookNode) -> Kind | None:
+def kind(cell: NotebookNode) -> CellRole | None:
     """What the cell is to nbgrader: an autograded test, an answer, a locked cell, a task, or None."""
     info = meta(cell)
     if info.get("grade") and not info.get("solution"):

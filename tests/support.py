@@ -22,9 +22,10 @@ import tomllib
 from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import notebook
-from grader.course import GRADEBOOK, REPO, SOLUTIONS, Layout, nbgrader_config, reference_notebook
+from grader.course import REPO, SOLUTIONS, nbgrader_config, reference_notebook
 from grader.grading import shared_sql
 from grader.grading.roster import enrol
+from grader.layout import GRADEBOOK, Layout
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CHEATS = FIXTURES / "cheats"

@@ -15,12 +15,13 @@ and the student commands, which need Python and make and nothing of this reposit
 
 The code is not a fork, and nothing is cut out of a course file. The student code is the package
 grader/student/, which imports nothing of the instructor's (its paths and lessons are in
-grader/student/layout.py): it, grader/notebook.py, grader/jupyter/, lesson_helpers.py and the
-files of grader/authoring/dist_template/ (the Makefile, grader/__init__.py and grader/__main__.py,
-the distribution's tests) are copied byte for byte. Generated are only what holds the course's
-settings: nbgrader_config.py (the course configuration's values for the configurables the
-Validator runs), requirements*.txt (the course's requirements for the packages students need,
-read with `packaging`), README.md (its lesson table) and .course/manifest.json. The one thing a
+grader/student/layout.py): it, grader/notebook.py, grader/errors.py, grader/safe_text.py,
+grader/jupyter/, lesson_helpers.py and the files of grader/authoring/dist_template/ (the Makefile,
+grader/__init__.py and grader/__main__.py, the distribution's tests) are copied byte for byte.
+Generated are only what holds the course's settings: nbgrader_config.py (the course configuration's
+values for the configurables the Validator runs), requirements*.txt (the course's requirements for
+the packages students need, read with `packaging`), README.md (its lesson table) and
+.course/manifest.json. The one thing a
 distribution does differently is where the self-check takes each lesson's locked cells from: not
 solutions/, which it does not have, but .course/releases/ (grader/student/originals.py).
 
@@ -48,6 +49,7 @@ from traitlets.config import Config, PyFileConfigLoader
 
 from grader.authoring import dist_steps
 from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
+from grader.errors import DistributionRefused, NotReleased
 from grader.student.layout import JUPYTER_CONFIG, LESSON_HELPERS
 
 GRADER = REPO / "grader"
@@ -71,7 +73,8 @@ def _files(folder: Path) -> list[Path]:
 
 def copied_files() -> dict[str, Path]:
     """Distribution path -> course file, for every file shipped unchanged (lessons aside)."""
-    files = {"grader/notebook.py": GRADER / "notebook.py", LESSON_HELPERS.name: LESSON_HELPERS}
+    files = {f"grader/{name}": GRADER / name for name in ("errors.py", "notebook.py", "safe_text.py")}
+    files[LESSON_HELPERS.name] = LESSON_HELPERS
     files |= {f"grader/student/{p.name}": p for p in sorted((GRADER / "student").glob("*.py"))}
     files |= {f"grader/jupyter/{p.relative_to(JUPYTER_CONFIG).as_posix()}": p for p in _files(JUPYTER_CONFIG)}
     template = {p.relative_to(TEMPLATE).as_posix(): p for p in _files(TEMPLATE) if p.name != "README.md"}
@@ -114,7 +117,7 @@ def config_module() -> str:
         for name, value in settings.items():
             text = repr(value)
             if ast.literal_eval(text) != value:
-                raise SystemExit(f"the course's {section}.{name} is not a plain value; dist.py cannot copy it")
+                raise DistributionRefused(f"the course's {section}.{name} is not a plain value; dist.py cannot copy it")
             lines.append(f"c.{section}.{name} = {text}")
     return "\n".join(lines) + "\n"
 
@@ -143,7 +146,8 @@ def requirements() -> str:
     course = read_requirements(REPO / "requirements.in")
     missing = [name for name in STUDENT_REQUIREMENTS if name not in course]
     if missing:
-        raise SystemExit(f"requirements.in no longer lists {', '.join(missing)}: update grader/authoring/dist.py")
+        raise DistributionRefused(f"requirements.in no longer lists {', '.join(missing)}: "
+                                  "update grader/authoring/dist.py")
     return ("# What the lessons, `make lab`, `make check` and `make submit` need; `make` installs it into .venv.\n"
             "# nbgrader provides the Validate button and the self-check's machinery. Lower bounds are the versions\n"
             "# the course was built and tested with. The optional Lesson 5 also needs requirements-torch.txt.\n"
@@ -200,9 +204,9 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
     kept = kept or {}
     stale = stale_lessons([lesson for lesson in lessons if lesson not in kept])
     if stale:
-        raise SystemExit(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first. If "
-                         "anyone worked in lessons/ here, it refuses and names those notebooks; `make release "
-                         "FORCE=1` then backs each up to lessons/<id>.backup-<date>.ipynb before replacing it")
+        raise NotReleased(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first. If "
+                          "anyone worked in lessons/ here, it refuses and names those notebooks; `make release "
+                          "FORCE=1` then backs each up to lessons/<id>.backup-<date>.ipynb before replacing it")
     files: dict[str, bytes] = {path: source.read_bytes() for path, source in copied_files().items()}
     generated = {"nbgrader_config.py": config_module(), "requirements.txt": requirements(),
                  "requirements-torch.txt": torch_requirements(), "README.md": readme(lessons)}
@@ -227,19 +231,20 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
     files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     leaks = [path for path, data in files.items() if MARKERS.search(data.decode("utf-8", "replace"))]
     if leaks:  # the tests scan for far more (tests/unit/test_dist_leaks.py); this one costs nothing
-        raise SystemExit(f"refusing to write a distribution with nbgrader markers in {', '.join(leaks)}")
+        raise DistributionRefused(f"refusing to write a distribution with nbgrader markers in {', '.join(leaks)}")
     return dict(sorted(files.items()))
 
 
 def _refuse(out: Path) -> None:
     """Refuse an output folder that is not empty, new or an earlier distribution."""
     if out == REPO or REPO in out.parents or out in REPO.parents:
-        raise SystemExit(f"write the distribution outside the course repository, not to {out}: "
-                         "it is published on its own, and the course's tests and tools must not pick it up")
+        raise DistributionRefused(f"write the distribution outside the course repository, not to {out}: "
+                                  "it is published on its own, and the course's tests and tools must not pick it up")
     if out.exists() and not out.is_dir():
-        raise SystemExit(f"{out} is a file, not a folder")
+        raise DistributionRefused(f"{out} is a file, not a folder")
     if out.is_dir() and any(p.name not in KEPT_ON_REBUILD for p in out.iterdir()) and not (out / MANIFEST).is_file():
-        raise SystemExit(f"{out} is not empty and holds no earlier distribution ({MANIFEST}): choose another DIR")
+        raise DistributionRefused(f"{out} is not empty and holds no earlier distribution ({MANIFEST}): "
+                                  "choose another DIR")
 
 
 def _prepare(out: Path) -> None:
@@ -320,12 +325,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write nothing; list how --out differs from a fresh distribution (exit 1 if it does)")
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace) -> int | None:
+    """Write the distribution as `args` say; with --check, the exit status: 1 if `--out` differs, else 0."""
     lessons = [*args.lessons, *(dist_steps.parse(args.lesson_spec) if args.lesson_spec else [])] or None
     if args.check:
         found = main(out=args.out, lessons=lessons, check=True)
         print("\n".join(found) if found else f"{args.out} is exactly what `make dist` writes now")
-        raise SystemExit(1 if found else 0)
+        return 1 if found else 0
     files = main(out=args.out, lessons=lessons, republish=args.republish)
     print(f"wrote the student distribution to {args.out} ({len(files)} files): publish that folder as it is. "
           f"Students run `make lab`, `make check`, `make submit` there; see its README.md.")

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from grader.course import lesson_ids
+from grader.errors import UnknownLesson
 
 
 def parse(spec: str) -> list[str]:
@@ -34,10 +35,11 @@ def parse(spec: str) -> list[str]:
             low, high = int(match[1]), int(match[2] or match[1])
             found = {lesson for lesson, n in number.items() if low <= n <= high}
             if not found:
-                raise SystemExit(f"no lesson numbered {part}; the course has: {', '.join(known)}")
+                raise UnknownLesson(f"no lesson numbered {part}; the course has: {', '.join(known)}")
             chosen |= found
         else:
-            raise SystemExit(f"{part!r} is not a lesson id or a range like 01-03; the course has: {', '.join(known)}")
+            raise UnknownLesson(f"{part!r} is not a lesson id or a range like 01-03; "
+                                f"the course has: {', '.join(known)}")
     return [lesson for lesson in known if lesson in chosen]
 
 

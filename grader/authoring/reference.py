@@ -8,7 +8,8 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from grader.course import missing_extras, reference_notebook, select_lessons, source_text
+from grader.course import reference_notebook, select_lessons, source_text
+from grader.extras import missing_extras
 
 
 def updated_from_text(lesson: str) -> nbformat.NotebookNode:

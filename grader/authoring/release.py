@@ -6,7 +6,10 @@ import argparse
 from pathlib import Path
 
 from grader.authoring import release_guard
-from grader.course import REPO, Layout, nbgrader_api, nbgrader_config, select_lessons
+from grader.course import REPO, nbgrader_config, select_lessons
+from grader.errors import NotReleased
+from grader.gradebook import nbgrader_api
+from grader.layout import Layout
 
 
 def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool = False) -> list[str]:
@@ -25,11 +28,11 @@ def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool =
               if release_guard.is_work(layout.release_notebook(lesson), layout.state)]
     if worked and not force:
         names = "\n".join(f"  {path}" for path in worked)
-        raise SystemExit(f"not released: these notebooks differ from the release they would replace (someone "
-                         f"worked in them), and releasing would delete that work:\n{names}\nTo release anyway, "
-                         "run `make release LESSON=<id> FORCE=1` (python -m grader release <id> --force): it "
-                         "first copies each notebook, and its JupyterLab checkpoint, to lessons/<id>.backup-"
-                         "<date>.ipynb.")
+        raise NotReleased(f"not released: these notebooks differ from the release they would replace (someone "
+                          f"worked in them), and releasing would delete that work:\n{names}\nTo release anyway, "
+                          "run `make release LESSON=<id> FORCE=1` (python -m grader release <id> --force): it "
+                          "first copies each notebook, and its JupyterLab checkpoint, to lessons/<id>.backup-"
+                          "<date>.ipynb.")
     for path in worked:
         for copy in release_guard.backup(path):
             print(f"backed up {path.name} to {copy}")
@@ -37,7 +40,7 @@ def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool =
     for lesson in lessons:
         result = api.generate_assignment(lesson, force=True, create=True)
         if not result["success"]:
-            raise SystemExit(f"releasing {lesson} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
+            raise NotReleased(f"releasing {lesson} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
         release_guard.record(layout.state, layout.release_notebook(lesson))
         print(f"released {lesson}")
     return lessons

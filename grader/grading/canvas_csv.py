@@ -23,9 +23,9 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
+from grader.grading.jobs import Result
 from grader.grading.late import Lateness
 from grader.grading.lms import Roster
-from grader.grading.worker import Result
 from grader.safe_text import for_csv
 
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]

@@ -38,7 +38,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
+from grader.errors import BadDownload
 
+# Bounds on what a download may hold, against hostile input; constants, not settings: an honest
+# notebook is far below each, and a student id's length is part of the file-name convention.
 MAX_ID = 64  # characters of a student id
 MAX_ENTRY = 64 * 1024**2  # bytes of one downloaded notebook
 MAX_RATIO = 200  # how many times its compressed size a zip entry may expand to
@@ -184,7 +187,7 @@ def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Call
             else:
                 yield info.filename, lambda info=info: _read_capped(archive.open(info)), _zip_time(info)
     else:
-        raise SystemExit(f"{source}: not a folder or a .zip of downloaded submissions")
+        raise BadDownload(f"{source}: not a folder or a .zip of downloaded submissions")
 
 
 def _zip_time(info: zipfile.ZipInfo) -> datetime:

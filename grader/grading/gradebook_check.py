@@ -10,13 +10,10 @@ from __future__ import annotations
 import sqlalchemy
 from nbgrader.api import Base
 
+from grader.errors import GradebookRefused
 from grader.grading.collect import student_id
 
 NBGRADER_TABLES = set(Base.metadata.tables) | {"alembic_version"}
-
-
-class GradebookRefused(SystemExit):
-    """The gradebook holds something the course did not put there; the message says what."""
 
 
 def check_gradebook(db_url: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from grader.grading.worker import Result
+from grader.grading.jobs import Result
 from grader.safe_text import for_terminal
 
 

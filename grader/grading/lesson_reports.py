@@ -1,6 +1,6 @@
 """What a grading batch writes for the instructor besides the grades CSV and plot.
 
-After each batch (grader.grading.batch), next to `grades/<lesson>.csv`:
+After each batch (grader.grading.autograde), next to `grades/<lesson>.csv`:
 
 - `grades/<lesson>-overview.html`: per exercise and per student, what lost points
   (grader.grading.overview), and the same in the terminal summary;
@@ -15,19 +15,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.course import Layout
 from grader.grading import canvas_csv, overview, regrade, similarity
+from grader.grading.jobs import Result
 from grader.grading.late import Lateness
 from grader.grading.lms import Roster
-from grader.grading.worker import Result
+from grader.layout import Layout
 
 
 def write(lesson: str, results: Sequence[Result], points: dict[str, float], layout: Layout, *,
           lateness: dict[str, Lateness], roster: Roster | None = None,
           before: dict[str, dict[str, float | None]] | None = None,
-          similarity_threshold: float = similarity.THRESHOLD) -> tuple[dict[str, Path], str]:
+          similar: similarity.SimilarityReport | None = None) -> tuple[dict[str, Path], str]:
     """Write the overview page, the Canvas CSV and the similarity report; return them by name, and
-    the text to add to the terminal summary (the overview, and with `before` the regrade's changes)."""
+    the text to add to the terminal summary (the overview, and with `before` the regrade's changes).
+
+    `similar` says which pairs the similarity report lists (default: SimilarityReport's defaults)."""
+    similar = similar or similarity.SimilarityReport()
     grades = layout.grades_csv(lesson).parent
     autograded = {r.student: layout.autograded_notebook(r.student, lesson) for r in results}
     view = overview.build(lesson, results, points, autograded, lateness)
@@ -35,11 +38,12 @@ def write(lesson: str, results: Sequence[Result], points: dict[str, float], layo
              "canvas": canvas_csv.write(grades / f"{lesson}-canvas.csv", lesson, results, points,
                                         lateness=lateness, roster=roster)}
     submitted = {r.student: layout.submitted_notebook(r.student, lesson) for r in results}
-    pairs = similarity.compare(submitted, layout.release_notebook(lesson), threshold=similarity_threshold)
+    pairs = similarity.compare(submitted, layout.release_notebook(lesson), threshold=similar.threshold,
+                               min_tokens=similar.min_tokens)
     files["similar"] = similarity.write_html(grades / f"{lesson}-similarity.html", lesson, pairs,
-                                             compared=len(submitted), threshold=similarity_threshold)
+                                             compared=len(submitted), threshold=similar.threshold)
     text = [overview.terminal(view),
-            f"  similar answers        {len(pairs):4d} pairs at {similarity_threshold:.0%} or more (no grade changed)"]
+            f"  similar answers        {len(pairs):4d} pairs at {similar.threshold:.0%} or more (no grade changed)"]
     if before is not None:
         text.append(regrade.table(lesson, regrade.changes(before, results, points), len(results)))
     return files, "\n".join(text)

@@ -48,6 +48,7 @@ from traitlets import Dict
 from traitlets.config import Configurable
 
 from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, lesson_ids
+from grader.errors import BadDownload
 from grader.safe_text import for_terminal
 
 FORMATS = {
@@ -57,6 +58,7 @@ FORMATS = {
 }
 
 
+# Part of how an id is made from a name (ids must stay the same from one batch to the next): not a setting.
 MAX_READABLE = 48  # characters of the readable part of an id made from a name
 
 
@@ -164,18 +166,18 @@ class Roster:
 
     @classmethod
     def read(cls, path: Path) -> Roster:
-        """The roster in `path`; SystemExit naming the row when a row's id is unusable or repeated."""
+        """The roster in `path`; BadDownload naming the row when a row's id is unusable or repeated."""
         from grader.grading.collect import MAX_ID, student_id
 
         try:
             text = Path(path).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as error:
-            raise SystemExit(f"cannot read the roster {path}: {for_terminal(error)}") from None
+            raise BadDownload(f"cannot read the roster {path}: {for_terminal(error)}") from None
         rows = csv.DictReader(text.splitlines())
         columns = {(c or "").strip().casefold(): c for c in rows.fieldnames or []}
         if "id" not in columns or "name" not in columns:
-            raise SystemExit(f"the roster {path} needs the columns id and name (found: "
-                             f"{for_terminal(', '.join(columns))})")
+            raise BadDownload(f"the roster {path} needs the columns id and name (found: "
+                              f"{for_terminal(', '.join(columns))})")
         students, seen = [], set()
         for number, row in enumerate(rows, start=2):
             def cell(column: str, row=row) -> str:
@@ -183,10 +185,10 @@ class Roster:
             ident = student_id(cell("id"))
             if ident is None:
                 shown = for_terminal(cell("id"))
-                raise SystemExit(f"the roster {path}, line {number}: the id '{shown}' is not at most "
-                                 f"{MAX_ID} ASCII letters, digits or underscores")
+                raise BadDownload(f"the roster {path}, line {number}: the id '{shown}' is not at most "
+                                  f"{MAX_ID} ASCII letters, digits or underscores")
             if ident in seen:
-                raise SystemExit(f"the roster {path}, line {number}: the id {ident!r} is there twice")
+                raise BadDownload(f"the roster {path}, line {number}: the id {ident!r} is there twice")
             seen.add(ident)
             students.append(Student(ident, cell("name"), cell("email"), cell("lms_id"), cell("section")))
         return cls(students)

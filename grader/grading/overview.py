@@ -21,11 +21,11 @@ import nbformat
 from nbconvert.filters import strip_ansi
 
 from grader import notebook
+from grader.grading.jobs import Result
 from grader.grading.late import Lateness
-from grader.grading.worker import Result
 from grader.safe_text import for_terminal
 
-MAX_MESSAGE = 300  # characters of one failure message kept
+MAX_MESSAGE = 300  # characters of one failure message kept: the overview's layout, not a setting
 NO_MESSAGE = "no points, no error shown (partial credit, or a test that scored 0 without failing)"
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from grader.grading.worker import Result
+from grader.grading.jobs import Result
 from grader.safe_text import for_terminal
 
 TOTAL = "(total)"

@@ -15,8 +15,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from grader.grading.collect import Skipped
+from grader.grading.jobs import Result
 from grader.grading.triage import needs_review
-from grader.grading.worker import Result
 from grader.safe_text import for_csv, for_terminal
 
 

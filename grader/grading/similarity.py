@@ -24,14 +24,28 @@ from pathlib import Path
 
 import nbformat
 from copydetect import CodeFingerprint, compare_files
+from traitlets import Float, Integer
+from traitlets.config import Configurable
 
 from grader import notebook
 
-NOISE = 12  # tokens: shorter matches are never reported (copydetect's noise threshold k)
-GUARANTEE = 16  # tokens: matches this long are always found (the winnowing window is GUARANTEE - NOISE + 1)
-MIN_TOKENS = 80  # matching tokens a pair needs besides the share: the seams around given code are not work
-MAX_CODE = 20_000  # characters of one submission's answer code compared: a huge one costs no more than this
-THRESHOLD = 0.8  # share of one submission's answer tokens that match the other's
+
+class SimilarityReport(Configurable):
+    """Which pairs of submissions the similarity report lists (c.SimilarityReport)."""
+
+    threshold = Float(0.8, help="Share of one submission's answer tokens that must match the other's for the pair "
+                                "to be listed.").tag(config=True)
+    min_tokens = Integer(80, help="Matching tokens a listed pair needs besides the share: fewer are the seams "
+                                  "around given code, not anyone's work.").tag(config=True)
+
+# copydetect's fingerprint sizes, in tokens: shorter matches are never reported (its noise threshold
+# k); matches of GUARANTEE tokens are always found (the winnowing window is GUARANTEE - NOISE + 1).
+# They shape the fingerprints, not what is reported: SimilarityReport's options decide that.
+NOISE = 12
+GUARANTEE = 16
+# Characters of one submission's answer code compared: a bound on the cost of a huge submission, for
+# hostile input, not a setting (no honest answer comes near it).
+MAX_CODE = 20_000
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 
@@ -68,8 +82,9 @@ def _fingerprint(code: str, boilerplate) -> CodeFingerprint:
                            fp=io.StringIO(code), language="python")
 
 
-def compare(submissions: dict[str, Path], release: Path, *, threshold: float = THRESHOLD,
-            min_tokens: int = MIN_TOKENS) -> list[Pair]:
+def compare(submissions: dict[str, Path], release: Path, *,
+            threshold: float = SimilarityReport.threshold.default_value,
+            min_tokens: int = SimilarityReport.min_tokens.default_value) -> list[Pair]:
     """The pairs of `submissions` (student -> notebook) whose answers match at `threshold` or more,
     in at least `min_tokens` tokens (fewer are the seams around given code, not anyone's work)."""
     released = nbformat.read(release, as_version=4)
@@ -111,7 +126,8 @@ def _marked(code: str, ranges: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-def write_html(path: Path, lesson: str, pairs: list[Pair], *, compared: int, threshold: float = THRESHOLD) -> Path:
+def write_html(path: Path, lesson: str, pairs: list[Pair], *, compared: int,
+               threshold: float = SimilarityReport.threshold.default_value) -> Path:
     """The report: one section per pair, the two answers side by side, matching code marked."""
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
              f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"

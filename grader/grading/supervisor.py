@@ -2,11 +2,12 @@
 
 At most `workers` grading processes run at once, each forked from this one (nbgrader already
 imported, the lessons primed). A process grades jobs one after another, sent to it over a pipe, and
-is retired (told to end, and killed if it lingers) after `JOBS_PER_PROCESS` jobs or after a job that
+is retired (told to end, and killed if it lingers) after `jobs_per_process` jobs or after a job that
 failed; a new one takes its place. The parent keeps a wall-clock limit per job: a job that hangs past
 it is killed with its process and its kernel (bwrap's `--die-with-parent`), and reported as failed;
 a process that dies without a result costs only the job it was grading. The other jobs carry on,
-so a re-run meets the same limits.
+so a re-run meets the same limits. The settings are `c.GradingProcesses` of the course's nbgrader
+configuration.
 """
 
 from __future__ import annotations
@@ -21,13 +22,29 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from grader.grading.worker import Job, Result, grade, prepare, prime
+from traitlets import Float, Integer
+from traitlets.config import Configurable
 
-POLL = 0.5  # seconds between two looks at the running jobs
-EXIT_GRACE = 5.0  # seconds a retired process has to end once it is told to, before it is killed
-# Jobs a process grades before a fresh one takes over: reusing a process saves the ~0.2 CPU s a freshly
-# forked one spends copying the pages it touches; retiring it bounds what its caches can hold.
-JOBS_PER_PROCESS = 25
+from grader.grading.jobs import Job, Result
+from grader.grading.worker import grade, prepare, prime
+
+# Seconds between two looks at the running jobs when none reports: only how soon a job past its
+# deadline is noticed, far below any job's time limit; results and deaths wake the loop at once.
+POLL = 0.5
+
+
+class GradingProcesses(Configurable):
+    """How `python -m grader autograde` grades on this machine: its grading processes and their time limits."""
+
+    jobs_per_process = Integer(25, help="Jobs a grading process grades before a fresh one takes over: reusing a "
+                                        "process saves copying the pages a freshly forked one touches; retiring it "
+                                        "bounds what its caches hold.").tag(config=True)
+    exit_grace = Float(5.0, help="Seconds a retired grading process has to end once it is told to, before it is "
+                                 "killed.").tag(config=True)
+    job_timeout_margin = Float(300.0, help="Seconds one submission may take beyond GuardedExecute.notebook_timeout "
+                                           "(kernel start, repairs, feedback) before its grading process is killed "
+                                           "and it is reported as failed. Without a notebook time limit, no job is "
+                                           "stopped.").tag(config=True)
 
 
 def _context():
@@ -70,11 +87,13 @@ class _Process:
 
 
 def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | None = None,
-              done: Callable[[Result], None] = lambda result: None) -> list[Result]:
+              done: Callable[[Result], None] = lambda result: None,
+              settings: GradingProcesses | None = None) -> list[Result]:
     """Grade `jobs` in at most `workers` processes at a time; call `done(result)` as each ends.
 
-    Returns one Result per job, in the order of `jobs`.
+    Returns one Result per job, in the order of `jobs`. `settings` default to GradingProcesses' own.
     """
+    settings = settings or GradingProcesses()
     context = _context()
     if jobs and context.get_start_method() == "fork":
         prepare(jobs[0])  # nbgrader's API made once here, inherited by every forked process
@@ -90,13 +109,13 @@ def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | 
     gc.collect()
     gc.freeze()
     try:
-        return _run(jobs, context, workers=workers, job_timeout=job_timeout, log=log, done=done)
+        return _run(jobs, context, workers=workers, job_timeout=job_timeout, log=log, done=done, settings=settings)
     finally:
         gc.unfreeze()
 
 
 def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Path | None,
-         done: Callable[[Result], None]) -> list[Result]:
+         done: Callable[[Result], None], settings: GradingProcesses) -> list[Result]:
     pending, results = list(enumerate(jobs)), [None] * len(jobs)
     idle: list[_Process] = []
     busy: list[_Process] = []
@@ -108,7 +127,7 @@ def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Pat
         except OSError:  # it has died already
             pass
         worker.conn.close()
-        exiting.append((worker.process, time.monotonic() + EXIT_GRACE))
+        exiting.append((worker.process, time.monotonic() + settings.exit_grace))
 
     while pending or busy:
         while pending and len(busy) < workers:
@@ -141,7 +160,7 @@ def _run(jobs: list[Job], context, *, workers: int, job_timeout: float, log: Pat
                     worker.kill()
                 else:
                     worker.graded += 1
-                    if worker.graded >= JOBS_PER_PROCESS or result.status != "graded":
+                    if worker.graded >= settings.jobs_per_process or result.status != "graded":
                         retire(worker)  # a fresh process for the next job, while this one ends
                     else:
                         idle.append(worker)

@@ -20,7 +20,7 @@ import shutil
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -30,45 +30,12 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
-from grader.course import Layout, nbgrader_api, nbgrader_config
+from grader.course import nbgrader_config
+from grader.gradebook import nbgrader_api
 from grader.grading import phases, triage
+from grader.grading.jobs import Job, Result
 from grader.grading.triage import Flag
-
-
-@dataclass(frozen=True)
-class Job:
-    """One student's submission of one lesson, and how to grade it."""
-
-    course: str  # folder whose nbgrader_config.py to load (the repository, or a test course)
-    lesson: str
-    student: str
-    force: bool = False  # regrade even when the grade and feedback are newer than the submission
-    timeout: int | None = None  # seconds per cell (Execute.timeout); None keeps the configured value
-    memory_limit: int | None = None  # bytes per kernel (GuardedExecute.memory_limit); None: configured
-    sandbox: bool = True  # False: --unsafe-no-sandbox, and the result says so
-    # The batch run this job belongs to. An executor may cache results by their arguments (a Dask
-    # Client's `submit` does by default, `pure=True`): without it, the next run's identical job would
-    # be handed the earlier run's result, even after the student handed in a new notebook.
-    run: str = ""
-
-
-@dataclass
-class Result:
-    """What grading one submission gave."""
-
-    student: str
-    status: str  # "graded" or "failed"
-    scores: dict[str, float | None] = field(default_factory=dict)  # test cell grade_id -> points
-    flags: list[Flag] = field(default_factory=list)
-    reason: str = ""  # why it could not be graded
-    seconds: float = 0.0
-    cached: bool = False  # already graded and unchanged since: nothing was re-run
-
-    @property
-    def total(self) -> float | None:
-        if self.status != "graded" or any(score is None for score in self.scores.values()):
-            return None
-        return sum(self.scores.values())
+from grader.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -101,6 +68,7 @@ class Paths:
                 shutil.rmtree(path.parent)
 
 
+LESSON_KERNEL = "python3"  # the kernelspec of every lesson notebook (docs/lesson-style.md)
 _lock = threading.Lock()
 
 
@@ -177,7 +145,7 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
     if timeout is not None:
         config.Execute.timeout = timeout
     if memory_limit is not None:
-        config.GuardedExecute.memory_limit = memory_limit
+        config.KernelLimits.memory_limit = memory_limit
     config.GuardedExecute.sandbox = sandbox
     api = nbgrader_api(config)
     return api, api.coursedir
@@ -207,18 +175,20 @@ def _import_pipelines(config, lesson: str) -> None:
     """Import the steps of the autograde and feedback pipelines, the lesson's trusted spec, numpy's
     random module (loaded on first use) and the kernelspec nbclient looks up, as grading would."""
     from jupyter_client.kernelspec import KernelSpecManager
+    from nbgrader.converters import Autograde, GenerateFeedback
     from traitlets.utils.importstring import import_item
 
+    from grader.pipeline.guarded_execute import GuardedExecute
     from grader.trusted.spec import load_spec, seeded
 
-    steps = [*config.Autograde.get("sanitize_preprocessors", []), *config.Autograde.get("autograde_preprocessors", []),
-             *config.GenerateFeedback.get("preprocessors", [])]
-    for step in steps:
+    autograde, feedback = Autograde(config=config), GenerateFeedback(config=config)
+    for step in [*autograde.sanitize_preprocessors, *autograde.autograde_preprocessors, *feedback.preprocessors]:
         if isinstance(step, str):
             import_item(step)
     load_spec(lesson)
     seeded(0, lesson)
-    KernelSpecManager().get_kernel_spec(config.Execute.get("kernel_name", "python3"))
+    # Execute's own default is no name: nbclient then runs the notebook's kernelspec, every lesson's `python3`.
+    KernelSpecManager().get_kernel_spec(GuardedExecute(config=config).kernel_name or LESSON_KERNEL)
 
 
 @cache

@@ -27,6 +27,7 @@ from latex2mathml.converter import convert as latex_to_mathml
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 
+# A bound against decompression bombs, not a setting: every lesson figure is far below it.
 MAX_PIXELS = 4_000_000  # an image over this many pixels is not shown (a decompression bomb, or no figure)
 IMAGE_TYPES = ("image/png", "image/jpeg")
 KEPT_TYPES = ("text/plain", "text/html", "text/markdown", "text/latex", *IMAGE_TYPES)

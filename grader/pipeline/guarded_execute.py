@@ -9,10 +9,10 @@
   `sandbox = False` (`--unsafe-no-sandbox`) runs kernels unconfined and says so in the notebook's
   metadata and first cell, which the feedback, CSV and summary repeat. Where no cgroup can be made,
   the notebook's metadata says so (`WATCHDOG_ONLY`), and the CSV and summary repeat it;
-- limits per submission: address space per process, memory and tasks of the kernel's cgroup,
-  file size, the size of each writable tmpfs, time per cell and per notebook, message size at the
-  socket, and output in bytes per cell and per notebook (kept as received, so a huge output
-  never sits in the grader's memory);
+- limits per submission: those of the kernel (grader.sandbox.limits.KernelLimits: address space
+  per process, memory and tasks of the kernel's cgroup, file size, the size of each writable tmpfs,
+  message size at the socket), time per cell and per notebook, and output in bytes per cell and per
+  notebook (kept as received, so a huge output never sits in the grader's memory);
 - time per cell (`timeout`) counts the CPU time of the kernel's cgroup, so a busy machine does not
   cost an honest cell its points; wall time stops a cell only at `wall_timeout_factor` times that
   (a cell that sleeps or waits). Without a cgroup, `timeout` is wall time, as in nbgrader;
@@ -39,12 +39,13 @@ from nbclient.util import ensure_async, run_sync
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Dict, Integer, List, Unicode
+from traitlets import Bool, Dict, Instance, Integer, List, Unicode, default
 
 from grader.course import LESSON_HELPERS
 from grader.grading import phases
 from grader.sandbox.bwrap import probe
 from grader.sandbox.kernel import SandboxedKernelManager
+from grader.sandbox.limits import KernelLimits
 
 # `ename` of the error outputs put in the cell that was running when the kernel died or was stopped,
 # and in the cells after it; grader.grading.triage reads them back to flag the submission.
@@ -57,7 +58,6 @@ CPU_TIMEOUT = "CellTimeoutError"  # the cell used its CPU time limit and was int
 UNSAFE = "graded_without_sandbox"  # notebook metadata key set when the sandbox was off
 WATCHDOG_ONLY = "graded_without_cgroup"  # notebook metadata key: why the kernel had no cgroup
 EXECUTION_VARIABLE = "NBGRADER_EXECUTION"  # "autograde" in the grading process (nbgrader sets it)
-INTERRUPT_GRACE = 5  # seconds a timed-out cell has to stop after the interrupt before the kernel is killed
 
 
 class GuardedExecute(Execute):
@@ -65,20 +65,11 @@ class GuardedExecute(Execute):
 
     sandbox = Bool(True, help="Run each kernel in the bubblewrap sandbox. False is unsafe: the kernel can "
                               "then read and change grades, and the results say so.").tag(config=True)
-    memory_limit = Integer(0, help="Bytes of address space (RLIMIT_AS) of each process; 0: none.").tag(config=True)
-    tree_memory_limit = Integer(0, help="Bytes of resident memory of a submission's whole process tree "
-                                        "(sandbox only); 0: none.").tag(config=True)
-    max_processes = Integer(0, help="Processes a submission may run at once (sandbox only); 0: none.").tag(config=True)
-    file_size_limit = Integer(0, help="Bytes of the largest file a kernel may write; 0: none.").tag(config=True)
-    disk_limit = Integer(0, help="Bytes of each writable tmpfs of the sandbox; 0: no size given.").tag(config=True)
-    notebook_timeout = Integer(0, help="Seconds all of a submission's cells may take together; 0: none."
+    notebook_timeout = Integer(600, help="Seconds all of a submission's cells may take together; 0: none."
                                ).tag(config=True)
     output_bytes_per_cell = Integer(0, help="Bytes of output kept per cell; 0: no limit.").tag(config=True)
     output_bytes_per_notebook = Integer(0, help="Bytes of output kept per notebook; 0: no limit.").tag(config=True)
     kernel_env = Dict({}, help="Environment variables set for each submission's kernel.").tag(config=True)
-    max_message_bytes = Integer(32 * 1024**2, help="Bytes of the largest message part the grader accepts from a "
-                                                   "kernel (refused at the socket, before parsing; the kernel is then "
-                                                   "stopped); 0: no limit.").tag(config=True)
     cell_cpu_log = Unicode("", help="A file to which each graded notebook appends one JSON line: the CPU seconds "
                                     "of each graded cell (where counted), by grade_id. Empty: none written."
                             ).tag(config=True)
@@ -90,6 +81,7 @@ class GuardedExecute(Execute):
                                         "runs as it does outside grading.").tag(config=True)
     shortcut_arguments = List(Unicode(), [], help="Kernel arguments added to extra_arguments while "
                                                   "grading_shortcuts is on.").tag(config=True)
+    limits = Instance(KernelLimits, help="The kernel's limits: c.KernelLimits of this step's configuration.")
     course_files = Dict({LESSON_HELPERS.name: str(LESSON_HELPERS)},
                         help="name -> path of the course's files copied into each sandboxed kernel's working "
                              "folder, beside the notebook's own: the module the lessons import.").tag(config=True)
@@ -102,7 +94,12 @@ class GuardedExecute(Execute):
     _stopped = ""  # why the kernel is gone ("" while it runs)
     cell_cpu: dict[int, float]  # after preprocess: CPU seconds of each code cell (by index) where counted
 
+    @default("limits")
+    def _configured_limits(self) -> KernelLimits:
+        return KernelLimits(parent=self)
+
     def preprocess(self, nb, resources=None, km=None):
+        self.limits  # noqa: B018 (read now, not first in the forked child of an unconfined kernel)
         self._stopped, self._started = "", time.monotonic()
         self._setup_cpu, self._ready_cpu = time.process_time(), None
         self._bytes: dict[int, int] = {}
@@ -129,9 +126,7 @@ class GuardedExecute(Execute):
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
         if isinstance(km, SandboxedKernelManager):
-            for limit in ("memory_limit", "tree_memory_limit", "max_processes", "file_size_limit", "disk_limit",
-                          "max_message_bytes"):
-                setattr(km, limit, getattr(self, limit))
+            km.limits = self.limits
             km.sandbox_env = self.kernel_environment()
             km.course_files = dict(self.course_files)
         return km
@@ -189,7 +184,8 @@ class GuardedExecute(Execute):
     def _limit_unconfined(self) -> None:
         import resource
 
-        for which, value in ((resource.RLIMIT_AS, self.memory_limit), (resource.RLIMIT_FSIZE, self.file_size_limit)):
+        limits = ((resource.RLIMIT_AS, self.limits.memory_limit), (resource.RLIMIT_FSIZE, self.limits.file_size_limit))
+        for which, value in limits:
             if value:
                 resource.setrlimit(which, (value, value))
 
@@ -235,10 +231,10 @@ class GuardedExecute(Execute):
                 self.cell_cpu[index] = used
 
     async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None):
-        """Interrupt a timed-out cell; a kernel that does not stop within INTERRUPT_GRACE is killed."""
+        """Interrupt a timed-out cell; a kernel that does not stop within KernelLimits.interrupt_grace is killed."""
         reply = await super()._async_handle_timeout(timeout, cell)
         assert self.kc is not None
-        deadline = time.monotonic() + INTERRUPT_GRACE
+        deadline = time.monotonic() + self.limits.interrupt_grace
         while time.monotonic() < deadline:
             try:
                 msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=0.5))

@@ -6,7 +6,7 @@ deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 f
 
 - every cell lost its nbgrader metadata (the notebook was re-saved by an editor that drops it):
   if the cells still line up one to one with the released notebook, the release's metadata is
-  put back by position; otherwise grading fails with that reason (grader.triage reports it);
+  put back by position; otherwise grading fails with that reason (grader.grading.triage reports it);
 - a cell whose grade_id the gradebook does not know (a test cell pasted from another lesson, a
   made-up "bonus" cell), or nbgrader metadata without a grade_id: nbgrader 0.9 raises a KeyError
   and scores nothing; here the cell loses its nbgrader metadata and runs as an ordinary cell;

@@ -6,14 +6,15 @@
 - its own run folder (mode 700) holding the connection file and the IPC sockets: the transport is
   `ipc`, never TCP, so there is no port for anything else on the machine to reach;
 - the sandbox of grader.sandbox.bwrap, and, when the grader runs as root, a host uid of its own,
-  chosen at random from `UID_RANGE` (which no file of the machine is expected to own) and held by
+  chosen at random from `uid_range` (which no file of the machine is expected to own) and held by
   the run folder's name, so no two kernels of the machine share one;
 - its own cgroup (grader.sandbox.cgroup), made before it starts and removed after: memory
   (`tree_memory_limit`, shm, tmpfs and memfd pages included), tasks (`max_processes`, threads
   included), the same CPU weight as every other kernel, and the CPU time a cell uses
   (`start_cell`/`end_cell`: a cell over its CPU limit is interrupted, then killed if it carries on);
   where no cgroup can be made, `isolation` says so and a watchdog in the grading process adds up
-  the resident memory and counts the processes of the kernel's tree every `WATCH_INTERVAL` seconds;
+  the resident memory and counts the processes of the kernel's tree every `watch_interval` seconds;
+- the limits of grader.sandbox.limits.KernelLimits, read from the same configuration as grading's;
 - rlimits set between fork and exec: address space per process (`memory_limit`), file size
   (`file_size_limit`), no core files, and, with a uid of its own, the number of processes;
 - stdin, stdout and stderr on /dev/null: nothing it writes reaches the grader's terminal or log;
@@ -39,15 +40,13 @@ import psutil
 import zmq
 from jupyter_client import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Dict, Integer, Type, Unicode
+from traitlets import Dict, Float, Instance, Tuple, Type, Unicode, default
 
 from grader.sandbox.bwrap import Sandbox, own_uids_possible
 from grader.sandbox.cgroup import CgroupUnavailable, KernelCgroup
 from grader.sandbox.client import PromptKernelClient
+from grader.sandbox.limits import KernelLimits
 
-WATCH_INTERVAL = 0.1  # seconds between two looks at the kernel
-INTERRUPT_GRACE = 5.0  # seconds a cell over its CPU limit has to stop after the interrupt before the kernel is killed
-UID_RANGE = (1_500_000_000, 2_000_000_000)  # host uids given to kernels, one each, when the grader is root
 RUN_FOLDER = "grader-kernel-"
 
 
@@ -107,7 +106,7 @@ class SandboxProvisioner(LocalProvisioner):
         km: SandboxedKernelManager = self.parent
         if km.host_uid is not None:  # the kernel reads its connection file as its own user
             os.chown(km.connection_file, km.host_uid, km.host_uid)
-        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.disk_limit, host_uid=km.host_uid, env=km.sandbox_env,
+        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.limits.disk_limit, host_uid=km.host_uid, env=km.sandbox_env,
                           course_files=dict(km.course_files))
         argv, fds = sandbox.command(cmd, cwd=str(kwargs.pop("cwd", "") or ""))
         kwargs["pass_fds"] = fds
@@ -142,20 +141,21 @@ class SandboxProvisioner(LocalProvisioner):
 class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager for one sandboxed, single-use kernel."""
 
-    memory_limit = Integer(0, help="Bytes of address space (RLIMIT_AS) of each process; 0: none.").tag(config=True)
-    tree_memory_limit = Integer(0, help="Bytes of memory of the kernel's cgroup (or, without one, resident memory "
-                                        "of its process tree); 0: none.")
-    max_processes = Integer(0, help="Tasks (processes and threads) of the kernel's cgroup (or, without one, "
-                                    "processes of its tree); 0: none.")
-    file_size_limit = Integer(0, help="Bytes of the largest file the kernel may write (RLIMIT_FSIZE); 0: none.")
-    disk_limit = Integer(0, help="Bytes of each writable tmpfs in the sandbox (and /dev/shm); 0: no size given.")
-    max_message_bytes = Integer(0, help="Bytes of the largest message part a client accepts; 0: no limit.")
+    limits = Instance(KernelLimits, help="The kernel's limits (c.KernelLimits in the configuration).")
+    watch_interval = Float(0.1, help="Seconds between two looks of the watchdog at the kernel: its CPU time per "
+                                     "cell, and without a cgroup its memory and processes.").tag(config=True)
+    uid_range = Tuple((1_500_000_000, 2_000_000_000), help="Host uids given to kernels, one each at random, when "
+                      "the grader is root: a range no file or user of the machine has.").tag(config=True)
     sandbox_env = Dict({}, help="Environment variables of the kernel (nothing else of the grader's reaches it).")
     course_files = Dict({}, help="name -> path of course files copied into the kernel's working folder, "
                                  "beside the notebook's own (the lessons' helper module).")
     killed_for = Unicode("", help="Set when the kernel was killed for a limit: what it exceeded.")
     isolation = Unicode("", help="Set at start: the kernel's cgroup, or why it has none and only the watchdog.")
     client_factory = Type(PromptKernelClient, klass=PromptKernelClient)  # ready without 0.2 s of silence
+
+    @default("limits")
+    def _configured_limits(self) -> KernelLimits:
+        return KernelLimits(parent=self)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -174,7 +174,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         """The run folder, the host uid (root only) and the cgroup, all before the kernel starts."""
         if own_uids_possible():
             while True:  # the folder's name holds the uid: no two kernels of this machine get the same one
-                uid = random.randrange(*UID_RANGE)
+                uid = random.randrange(*self.uid_range)
                 rundir = Path(tempfile.gettempdir()) / f"{RUN_FOLDER}{uid}"
                 try:
                     rundir.mkdir(mode=0o700)
@@ -188,14 +188,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         # Kernels whose grading process was killed left their cgroups behind (their run folders are gone).
         KernelCgroup.sweep(RUN_FOLDER, lambda name: (self.rundir.parent / name).exists())
         try:
-            self.cgroup = KernelCgroup.create(self.rundir.name, memory=self.tree_memory_limit, tasks=self.max_processes)
+            self.cgroup = KernelCgroup.create(self.rundir.name, memory=self.limits.tree_memory_limit,
+                                              tasks=self.limits.max_processes)
             self.isolation = self.cgroup.describe()
         except CgroupUnavailable as error:
             self.isolation = f"no cgroup ({error}): memory and processes watched by polling"
         self.ip = str(self.rundir / "kernel")  # ipc needs an absolute path, or kernel and client disagree
         self.connection_file = str(self.rundir / "connection.json")
-        if self.max_message_bytes:  # this manager's own socket (control) refuses over-size messages too
-            self.context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        if self.limits.max_message_bytes:  # this manager's own socket (control) refuses over-size messages too
+            self.context.setsockopt(zmq.MAXMSGSIZE, self.limits.max_message_bytes)
 
     async def start_kernel(self, **kw) -> None:
         """Make the run folder, uid and cgroup, install the sandbox's provisioner, then start as jupyter_client does."""
@@ -209,7 +210,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def client(self, **kwargs) -> PromptKernelClient:
         """A client whose sockets refuse messages over max_message_bytes; the watchdog watches it."""
-        kwargs.setdefault("max_message_bytes", self.max_message_bytes)
+        kwargs.setdefault("max_message_bytes", self.limits.max_message_bytes)
         self._client = super().client(**kwargs)
         return self._client
 
@@ -219,12 +220,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.cgroup is not None:
             self.cgroup.join()
         limits = [(resource.RLIMIT_CORE, 0)]
-        if self.memory_limit:
-            limits.append((resource.RLIMIT_AS, self.memory_limit))
-        if self.file_size_limit:
-            limits.append((resource.RLIMIT_FSIZE, self.file_size_limit))
-        if self.max_processes and self.host_uid is not None:  # per uid: only meaningful for a uid of its own
-            limits.append((resource.RLIMIT_NPROC, self.max_processes))
+        if self.limits.memory_limit:
+            limits.append((resource.RLIMIT_AS, self.limits.memory_limit))
+        if self.limits.file_size_limit:
+            limits.append((resource.RLIMIT_FSIZE, self.limits.file_size_limit))
+        if self.limits.max_processes and self.host_uid is not None:  # per uid: only meaningful for a uid of its own
+            limits.append((resource.RLIMIT_NPROC, self.limits.max_processes))
         for which, value in limits:
             resource.setrlimit(which, (value, value))
 
@@ -248,7 +249,8 @@ class SandboxedKernelManager(AsyncKernelManager):
     def stop_reason(self) -> str:
         """Why the kernel was killed for a limit, "" when it was not (read after it died)."""
         if not self.killed_for and self.cgroup is not None and self.cgroup.oom_kills():
-            self.killed_for = f"the submission's processes used more than {self.tree_memory_limit} bytes of memory"
+            self.killed_for = (f"the submission's processes used more than {self.limits.tree_memory_limit} bytes "
+                               "of memory")
         return self.killed_for
 
     def start_watchdog(self, pid: int) -> None:
@@ -267,7 +269,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                 self.kill_tree()
                 return
             await self._check_cell_cpu()
-            await asyncio.sleep(WATCH_INTERVAL)
+            await asyncio.sleep(self.watch_interval)
 
     def _over_memory_or_tasks(self, root: psutil.Process) -> str:
         if self.cgroup is not None:  # the kernel enforces both; an OOM kill ends the whole run
@@ -277,22 +279,23 @@ class SandboxedKernelManager(AsyncKernelManager):
         except psutil.Error:  # a process of the tree ended while it was read: look again
             tree = [root]
         # RSS is cheap to read and never below PSS: the costly PSS only when RSS is over the limit.
-        over = self.tree_memory_limit and sum(_rss(process) for process in tree) > self.tree_memory_limit
-        if over and sum(_memory(process) for process in tree) > self.tree_memory_limit:
-            return f"the submission's processes used more than {self.tree_memory_limit} bytes"
-        if self.max_processes and len(tree) > self.max_processes:
-            return f"the submission started more than {self.max_processes} processes"
+        memory, tasks = self.limits.tree_memory_limit, self.limits.max_processes
+        over = memory and sum(_rss(process) for process in tree) > memory
+        if over and sum(_memory(process) for process in tree) > memory:
+            return f"the submission's processes used more than {memory} bytes"
+        if tasks and len(tree) > tasks:
+            return f"the submission started more than {tasks} processes"
         return ""
 
     async def _over_message_size(self, root: psutil.Process) -> str:
-        if self._client is None or not self.max_message_bytes:
+        if self._client is None or not self.limits.max_message_bytes:
             return ""
         if await self._client.refused_a_message() and _alive(root):
-            return f"it sent a message over {self.max_message_bytes} bytes"
+            return f"it sent a message over {self.limits.max_message_bytes} bytes"
         return ""
 
     async def _check_cell_cpu(self) -> None:
-        """Interrupt a cell once it has used its CPU limit; kill the kernel if it still runs INTERRUPT_GRACE later."""
+        """Interrupt a cell once it has used its CPU limit; kill the kernel if it still runs interrupt_grace later."""
         if self._cell is None:
             return
         start, limit = self._cell
@@ -304,7 +307,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.cell_over_cpu = True
             with contextlib.suppress(Exception):  # a kernel that cannot take it is killed after the grace
                 await self.interrupt_kernel()
-        elif time.monotonic() - self._interrupted_at > INTERRUPT_GRACE:
+        elif time.monotonic() - self._interrupted_at > self.limits.interrupt_grace:
             self.killed_for = f"a cell used more than {limit:g} s of CPU time and ignored the interrupt"
             self.kill_tree()
 

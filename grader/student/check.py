@@ -51,6 +51,7 @@ from nbgrader.validator import Validator
 from traitlets.config import Config
 
 from grader import notebook as nbmeta
+from grader.errors import UsageError
 from grader.student.layout import LESSONS, ROOT, nbgrader_config, select_lessons, student_notebook, with_lesson_helpers
 from grader.student.originals import released_notebook
 from grader.student.unsaved import last_unsaved_run
@@ -263,7 +264,7 @@ def main(*, lessons: list[str] | None = None, notebook: Path | None = None, less
     """
     lessons = select_lessons(lessons)
     if notebook is not None and len(lessons) != 1:
-        raise SystemExit("--notebook needs exactly one lesson id")
+        raise UsageError("--notebook needs exactly one lesson id")
     config = nbgrader_config()
     if timeout is not None:
         config.Execute.timeout = timeout
@@ -293,6 +294,7 @@ def exit_status(results: list[LessonCheck], *, strict: bool = False) -> int:
     return 1 if strict and not all(r.ok for r in results) else 0
 
 
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace) -> int:
+    """Self-check as `args` say; the exit status (`exit_status`)."""
     results = main(lessons=args.lessons, notebook=args.notebook, timeout=args.timeout)
-    raise SystemExit(exit_status(results, strict=args.strict))
+    return exit_status(results, strict=args.strict)

@@ -1,10 +1,11 @@
 """Command-line interface of the student commands: `python -m grader lab|check|submit`.
 
 Each command is a module with `add_arguments(parser)` and `run(args)`, a thin layer over that
-module's keyword-only `main()`. The course's grader/__main__.py adds the instructor's commands to
-these; a student distribution's runs these alone. Only the module of the command being run is
-imported: the others' imports (nbgrader's server extensions, matplotlib) take seconds, and
-`make check` should not wait for them.
+module's keyword-only `main()`; `run` returns the exit status, or None for 0. A refusal is a
+grader.errors.CourseError, which becomes its message on stderr and exit status 1. The course's
+grader/__main__.py adds the instructor's commands to these; a student distribution's runs these
+alone. Only the module of the command being run is imported: the others' imports (nbgrader's server
+extensions, matplotlib) take seconds, and `make check` should not wait for them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import importlib.util
 import sys
 from importlib import import_module
 from pathlib import Path
+
+from grader.errors import CourseError, message
 
 COMMANDS = {
     "lab": "grader.student.lab",
@@ -44,8 +47,14 @@ def build_parser(command: str | None = None, *, commands: dict[str, str] = COMMA
 
 def main(argv: list[str] | None = None, *, commands: dict[str, str] = COMMANDS,
          description: str = DESCRIPTION) -> None:
-    """Run the command `argv` names (default: this process's arguments)."""
+    """Run the command `argv` names (default: this process's arguments); exit with the status it returns,
+    or with the message of its CourseError."""
     argv = sys.argv[1:] if argv is None else argv
     command = next((word for word in argv if not word.startswith("-")), None)  # the top level has no options
     args = build_parser(command, commands=commands, description=description).parse_args(argv)
-    import_module(commands[args.command]).run(args)
+    try:
+        status = import_module(commands[args.command]).run(args)
+    except CourseError as error:
+        sys.exit(message(error))  # on stderr, exit status 1
+    if status is not None:
+        sys.exit(status)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from traitlets.config import Config, PyFileConfigLoader
 
+from grader.errors import DamagedCopy, UnknownLesson
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 LESSONS = ROOT / "lessons"
 SUBMISSIONS = ROOT / "submissions"  # where `make submit` writes the student's hand-in file
@@ -33,8 +35,8 @@ def manifest() -> dict:
     try:
         return json.loads(MANIFEST.read_text())
     except (OSError, ValueError) as error:
-        raise SystemExit(f"this copy of the course is damaged: cannot read {MANIFEST} ({error}); "
-                         "download the course again") from error
+        raise DamagedCopy(f"this copy of the course is damaged: cannot read {MANIFEST} ({error}); "
+                          "download the course again") from error
 
 
 def lesson_ids() -> list[str]:
@@ -51,7 +53,7 @@ def select_lessons(lessons: list[str] | None) -> list[str]:
         return known
     unknown = [name for name in lessons if name not in known]
     if unknown:
-        raise SystemExit(f"unknown lesson(s) {', '.join(unknown)}; the course has: {', '.join(known)}")
+        raise UnknownLesson(f"unknown lesson(s) {', '.join(unknown)}; the course has: {', '.join(known)}")
     return list(lessons)
 
 

@@ -19,6 +19,7 @@ from nbformat import NotebookNode
 from traitlets import Unicode, import_item
 from traitlets.config import Config, Configurable
 
+from grader.errors import DamagedCopy
 from grader.student import layout
 
 
@@ -47,7 +48,7 @@ def sha256(data: bytes) -> str:
 def pristine(lesson: str) -> NotebookNode:
     """The released notebook of `lesson` as the distribution shipped it.
 
-    Refuses (SystemExit) a pristine copy that is missing or whose bytes no longer match the
+    Refuses (DamagedCopy) a pristine copy that is missing or whose bytes no longer match the
     manifest's checksum: the self-check would otherwise compare the student's work with a damaged
     original.
     """
@@ -56,9 +57,9 @@ def pristine(lesson: str) -> NotebookNode:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise SystemExit(f"this copy of the course is damaged: the original of {lesson} ({path}) cannot be "
-                         f"read ({error}); download the course again") from error
+        raise DamagedCopy(f"this copy of the course is damaged: the original of {lesson} ({path}) cannot be "
+                          f"read ({error}); download the course again") from error
     if expected is None or sha256(data) != expected:
-        raise SystemExit(f"this copy of the course is damaged: the original of {lesson} ({path}) was changed "
-                         "(its checksum is not the one in .course/manifest.json); download the course again")
+        raise DamagedCopy(f"this copy of the course is damaged: the original of {lesson} ({path}) was changed "
+                          "(its checksum is not the one in .course/manifest.json); download the course again")
     return nbformat.reads(data.decode("utf-8"), as_version=4)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import nbformat
 
+from grader.errors import CannotSubmit
 from grader.student import check
 from grader.student.layout import LESSONS, ROOT, SUBMISSIONS, select_lessons, student_notebook
 from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, submission_filename
@@ -43,12 +44,12 @@ def student_id(name: str) -> str:
     stripped = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))
     ident = re.sub(r"[\W_]+", "_", unicodedata.normalize("NFKC", stripped)).strip("_")
     if not ident:
-        raise SystemExit(f"cannot make a student id from the name {name!r}: give your name in letters "
-                         "or digits, e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
+        raise CannotSubmit(f"cannot make a student id from the name {name!r}: give your name in letters "
+                           "or digits, e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
     parsed = re.fullmatch(SUBMISSION_REGEXP, submission_filename("lesson", ident, "20000101-000000"))
     if parsed is None or parsed["student_id"] != ident:  # e.g. `alan_attempt_2` splits as student `alan`
-        raise SystemExit(f"the student id {ident!r} would be misread from the file name: "
-                         "leave out the word 'attempt', e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
+        raise CannotSubmit(f"the student id {ident!r} would be misread from the file name: "
+                           "leave out the word 'attempt', e.g. `make submit LESSON=<id> NAME=ada_lovelace`")
     return ident
 
 
@@ -80,9 +81,9 @@ def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SU
     student = student_id(name)
     source = Path(notebook) if notebook is not None else student_notebook(lesson, lessons_dir)
     if not source.is_file():
-        raise SystemExit(f"no notebook at {source}: nothing to hand in")
+        raise CannotSubmit(f"no notebook at {source}: nothing to hand in")
     if problem := readable_notebook(source):
-        raise SystemExit(problem)
+        raise CannotSubmit(problem)
     [verdict] = check.main(lessons=[lesson], notebook=source, timeout=timeout)
     if not verdict.ok:
         print(f"\nWARNING: {lesson} does not pass its self-check (see above). Submitting it anyway; "

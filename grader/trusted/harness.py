@@ -1,6 +1,6 @@
 """Kernel side of the trusted hidden tests: it calls the student's function and reports, nothing more.
 
-This file is not imported by the grader. `preprocessors.InjectTrustedChecks` sends its source
+This file is not imported by the grader. `grader.pipeline.inject_trusted_checks` sends its source
 text into the student's kernel as an extra first cell, which runs before any student code and
 calls `install`. Everything the harness uses (numpy, json, base64, builtins, the display
 publisher) is captured at that moment, so later monkeypatches by the student (of numpy, of

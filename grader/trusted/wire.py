@@ -49,6 +49,8 @@ FORMAT = "attention-from-scratch/trusted-results/1"
 DTYPES = frozenset({"|b1", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8",
                     "<f2", "<f4", "<f8", "<c8", "<c16"})
 
+# Bounds of the wire format, against a hostile kernel: part of the format, not settings (every
+# trusted spec's values are far below them).
 MAX_DEPTH = 32  # nesting of lists, tuples and dicts
 MAX_NODES = 200_000  # tagged values in one set of results
 MAX_BYTES = 256 * 2**20  # array bytes in one set of results

@@ -30,7 +30,8 @@ import nbformat
 import pytest
 
 from grader import notebook
-from grader.course import EXTRAS, LESSONS, REPO, SUBMISSION_REGEXP, reference_notebook, student_notebook
+from grader.course import LESSONS, REPO, SUBMISSION_REGEXP, reference_notebook, student_notebook
+from grader.extras import EXTRAS
 from grader.student import check as selfcheck
 from grader.student import lab, submit
 from tests.support import reference_answers

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import nbformat
 
-from grader.course import REPO, lesson_ids, missing_extras
+from grader.course import REPO, lesson_ids
+from grader.extras import missing_extras
+from grader.grading.jobs import Job, Result
 from grader.grading.supervisor import supervise
-from grader.grading.worker import Job, Result
 from tests.support import Course, build, cheat_lessons, cheats, core_cheat, core_variants, make_course, variants
 
 CELL_TIMEOUT = 30  # seconds per cell, as in grading (Lesson 10's memory case needs them on a loaded machine)

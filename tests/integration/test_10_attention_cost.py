@@ -42,7 +42,7 @@ def full_backward(Q, K, V, dO):
 
 
 def configured_limit() -> int:
-    limit = nbgrader_config().GuardedExecute.memory_limit
+    limit = nbgrader_config().KernelLimits.memory_limit
     assert limit > 0, "graded kernels have no memory limit: the memory case of Lesson 10 proves nothing"
     return int(limit)
 

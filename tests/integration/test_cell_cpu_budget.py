@@ -14,7 +14,7 @@ import os
 import pytest
 
 from grader.course import lesson_ids
-from grader.grading.batch import main as autograde
+from grader.grading.autograde import main as autograde
 from tests.integration.test_sandbox_limits import needs_cgroup
 from tests.support import build_notebook, make_course
 

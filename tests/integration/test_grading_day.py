@@ -24,8 +24,9 @@ import pytest
 import tomllib
 
 from grader import notebook
-from grader.course import GRADEBOOK, REPO, reference_notebook
+from grader.course import REPO, reference_notebook
 from grader.grading import shared_sql
+from grader.layout import GRADEBOOK
 from tests.support import FIXTURES, Variant, build
 
 pytestmark = pytest.mark.more_cases  # a Canvas download, a roster, late work and a regrade

@@ -23,9 +23,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.course import GRADEBOOK, lesson_ids, missing_extras
+from grader.course import lesson_ids
+from grader.extras import missing_extras
+from grader.grading.jobs import Job, Result
 from grader.grading.supervisor import supervise
-from grader.grading.worker import Job, Result
+from grader.layout import GRADEBOOK
 from tests.support import Course, build, mistake, variants
 
 pytestmark = pytest.mark.same_verdicts  # the same verdicts at full size

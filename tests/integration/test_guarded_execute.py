@@ -9,16 +9,21 @@ from unittest import mock
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+from traitlets.config import Config
 
 from grader.course import REPO
 from grader.pipeline.guarded_execute import KERNEL_DIED, NOT_RUN, OUTPUT_CAPPED, UNSAFE, GuardedExecute
 from grader.sandbox import bwrap
+from grader.sandbox.limits import KernelLimits
 
 
 def run(*sources: str, **settings) -> nbformat.NotebookNode:
+    """`sources` run by GuardedExecute with `settings`: its own, or KernelLimits' (memory_limit, ...)."""
     nb = new_notebook(cells=[new_code_cell(source) for source in sources])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", **settings})
+    limits = {name: settings.pop(name) for name in list(settings) if KernelLimits.class_traits(config=True).get(name)}
+    execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", **settings},
+                             config=Config({"KernelLimits": limits}))
     nb, _ = execute.preprocess(nb, {"metadata": {"path": str(REPO)}})
     return nb
 

@@ -32,13 +32,13 @@ import psutil
 import pytest
 
 from grader.course import REPO, submission_filename
-from grader.grading.batch import main as autograde
+from grader.grading.autograde import main as autograde
 from grader.sandbox import cgroup
 from tests.support import Course, batch_scores, build_notebook, hostile_cases, make_course, points_of
 
 LESSON = "03-parallel-heads"
-MAX_TASKS = 64  # the course's GuardedExecute.max_processes: each kernel's cgroup task limit
-MAX_MEMORY = 3 * 1024**3  # the course's GuardedExecute.tree_memory_limit
+MAX_TASKS = 64  # the course's KernelLimits.max_processes: each kernel's cgroup task limit
+MAX_MEMORY = 3 * 1024**3  # the course's KernelLimits.tree_memory_limit
 CELL_TIMEOUT = 10  # seconds per cell: the attacks that hang cost this
 # `make test` grades one attack of each class next to the honest students; `make test-all` every attack.
 ONE_PER_CLASS = {"write_gradebook": "a forgery", "kill_every_process": "a kill", "swallows_the_interrupt": "a hang",

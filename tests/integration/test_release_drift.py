@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import LESSONS, lesson_ids, missing_extras, reference_notebook, student_notebook
+from grader.course import LESSONS, lesson_ids, reference_notebook, student_notebook
+from grader.extras import missing_extras
 
 
 def normalised(path: Path) -> dict:

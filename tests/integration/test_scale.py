@@ -8,7 +8,7 @@ itself in a temporary folder, listening only on a unix socket there. Every path 
 baseline's score for every test cell of every submission, and those scores must differ between
 the submissions, so that a path that graded nothing, or graded everything alike, fails.
 
-The extras (grader.course.EXTRAS): "dask" (`make scale`) and "postgres" (`make scale`, and
+The extras (grader.extras.EXTRAS): "dask" (`make scale`) and "postgres" (`make scale`, and
 PostgreSQL's server programs from `apt-get install postgresql`). As root, PostgreSQL refuses to
 run: its programs then run as Debian's `postgres` user (or nobody), which owns the folder.
 """
@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
-from grader.course import EXTRAS
+from grader.extras import EXTRAS
 from grader.grading import shared_sql
-from grader.grading.batch import main as autograde
+from grader.grading.autograde import main as autograde
 from tests.support import Course, build, expected_scores, make_course, variants
 
 pytestmark = pytest.mark.same_verdicts  # the same scores on a Dask cluster and in PostgreSQL
@@ -53,7 +53,7 @@ def submit(course: Course) -> None:
 
 
 def grade(course: Course, *, rerun: set[str] | None = None, **options) -> Scores:
-    """Grade the course's batch through grader.grading.batch.main; every submission must be graded.
+    """Grade the course's batch through grader.grading.autograde.main; every submission must be graded.
 
     Every submission is graded anew, or with `rerun`, only those students' and the rest are not run again.
     """

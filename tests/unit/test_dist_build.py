@@ -23,6 +23,7 @@ import pytest
 from grader import notebook
 from grader.authoring import dist
 from grader.course import REPO, lesson_ids
+from grader.errors import DistributionRefused, NotReleased
 
 STUDENT_TARGETS = {"help", "env", "torch", "lab", "check", "submit", "test"}
 
@@ -85,10 +86,10 @@ def test_the_build_refuses_a_stale_release_and_a_folder_it_does_not_own(tmp_path
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "notes.txt").write_text("mine")
-    with pytest.raises(SystemExit, match="holds no earlier distribution"):
+    with pytest.raises(DistributionRefused, match="holds no earlier distribution"):
         dist.main(out=occupied)
     assert (occupied / "notes.txt").read_text() == "mine"
-    with pytest.raises(SystemExit, match="outside the course repository"):
+    with pytest.raises(DistributionRefused, match="outside the course repository"):
         dist.main(out=REPO / "student-copy")
 
     lesson = "03-parallel-heads"
@@ -99,7 +100,7 @@ def test_the_build_refuses_a_stale_release_and_a_folder_it_does_not_own(tmp_path
     nbformat.write(nb, stale)
     monkeypatch.setattr(dist, "student_notebook", lambda name: stale if name == lesson else REPO / "lessons" / name)
     assert dist.stale_lessons([lesson]) == [lesson]
-    with pytest.raises(SystemExit, match="run `make release` first"):
+    with pytest.raises(NotReleased, match="run `make release` first"):
         dist.main(out=tmp_path / "new", lessons=[lesson])
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from grader.authoring import dist, dist_steps
 from grader.course import lesson_ids
+from grader.errors import UnknownLesson
 
 FIRST, SECOND, THIRD = lesson_ids()[:3]
 
@@ -19,7 +20,7 @@ def test_lesson_ranges_numbers_and_ids_are_read_in_course_order():
     assert dist_steps.parse(f"03,{FIRST}") == [FIRST, THIRD]
     assert dist_steps.parse("2") == [SECOND]
     for wrong in ("99", "01-x", "nonsense"):
-        with pytest.raises(SystemExit):
+        with pytest.raises(UnknownLesson):
             dist_steps.parse(wrong)
 
 

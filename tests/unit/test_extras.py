@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from grader.course import EXTRAS, WITHOUT_EXTRAS, Extra
+from grader.extras import EXTRAS, WITHOUT_EXTRAS, Extra
 
 # A test that needs each extra, and starts nothing when skipped.
 NEEDS = {

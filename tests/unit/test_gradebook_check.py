@@ -10,7 +10,8 @@ import nbgrader.api as nbgrader_api
 import pytest
 from nbgrader.api import Gradebook
 
-from grader.grading.gradebook_check import GradebookRefused, check_gradebook
+from grader.errors import GradebookRefused
+from grader.grading.gradebook_check import check_gradebook
 
 
 def alembic_head() -> str:
@@ -61,17 +62,19 @@ def test_anything_else_is_refused_naming_it(gradebook, statement, found):
 def test_a_gradebook_other_than_sqlite_without_a_course_id_is_refused_before_it_is_opened(tmp_path):
     """nbgrader's empty default course id breaks PostgreSQL's foreign keys deep inside a release:
     releasing and grading refuse it first, saying what to set. Nothing is connected to."""
-    from grader.course import REPO, nbgrader_api, nbgrader_config
-    from grader.grading.batch import main as autograde
+    from grader.course import REPO, nbgrader_config
+    from grader.gradebook import nbgrader_api
+    from grader.grading.autograde import main as autograde
 
     nowhere = f"postgresql+psycopg://nobody@/gradebook?host={tmp_path / 'no-server'}"
     (tmp_path / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
         f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.db_url = {nowhere!r}\n")
-    with pytest.raises(SystemExit, match=r"a postgresql\+psycopg gradebook needs a course id: set c.CourseDirectory"):
+    with pytest.raises(GradebookRefused,
+                       match=r"a postgresql\+psycopg gradebook needs a course id: set c.CourseDirectory"):
         nbgrader_api(nbgrader_config(tmp_path))
-    with pytest.raises(SystemExit, match="needs a course id"):
+    with pytest.raises(GradebookRefused, match="needs a course id"):
         autograde(lesson="03-parallel-heads", course=tmp_path, unsafe_no_sandbox=True)
     assert nbgrader_api(nbgrader_config(tmp_path, course_id="attention")).coursedir.course_id == "attention"
     assert nbgrader_api(nbgrader_config(tmp_path, db_url=f"sqlite:///{tmp_path / 'gradebook.db'}"))

@@ -11,6 +11,7 @@ import pytest
 from nbgrader.utils import parse_utc
 
 from grader.course import submission_filename
+from grader.errors import BadDownload
 from grader.grading.collect import MAX_ENTRY, Skipped, collect, parse_name, student_id
 
 LESSON = "03-parallel-heads"
@@ -115,7 +116,7 @@ def test_a_submitted_folder_not_named_by_a_student_id_is_listed_not_graded(tmp_p
 
 def test_a_source_that_is_neither_a_folder_nor_a_zip_is_refused(tmp_path):
     (tmp_path / "grades.csv").write_text("student,total\n")
-    with pytest.raises(SystemExit, match="not a folder or a .zip"):
+    with pytest.raises(BadDownload, match="not a folder or a .zip"):
         collect(LESSON, tmp_path / "submitted", tmp_path / "grades.csv")
 
 

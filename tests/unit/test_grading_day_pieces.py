@@ -15,9 +15,9 @@ import tomllib
 from grader import notebook
 from grader.course import student_notebook
 from grader.grading import canvas_csv, gradelog, late, overview, regrade, similarity
+from grader.grading.jobs import Result
 from grader.grading.late import Lateness
 from grader.grading.lms import Roster
-from grader.grading.worker import Result
 from tests.support import FIXTURES, Variant, build
 
 LESSON = "03-parallel-heads"

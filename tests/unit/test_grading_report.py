@@ -8,11 +8,12 @@ from pathlib import Path
 
 from nbgrader.coursedir import CourseDirectory
 
-from grader.course import LESSONS, REPO, STATE, Layout, nbgrader_config
+from grader.course import LESSONS, REPO, nbgrader_config
 from grader.grading import report
 from grader.grading.collect import Skipped
+from grader.grading.jobs import Result
 from grader.grading.triage import Flag
-from grader.grading.worker import Result
+from grader.layout import STATE, Layout
 
 POINTS = {"test_a": 3.0, "test_b": 2.0}
 OUTCOMES = [

@@ -15,8 +15,8 @@ from grader import notebook
 from grader.course import student_notebook
 from grader.grading import canvas_csv, overview, similarity
 from grader.grading.collect import SAFE_ID, collect
+from grader.grading.jobs import Result
 from grader.grading.lms import Roster
-from grader.grading.worker import Result
 from tests.support import FIXTURES, Variant, build
 
 LESSON = "03-parallel-heads"

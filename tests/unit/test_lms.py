@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import submission_filename
+from grader.errors import BadDownload
 from grader.grading import lms
 from grader.grading.collect import collect
 
@@ -119,7 +120,7 @@ def test_a_plain_folder_of_make_submit_files_works_with_and_without_a_roster(tmp
     ("id,name\n\x1b]0;owned\x07,Eve\n", r"\x1b]0;owned\x07"),  # shown escaped, never sent to the terminal
 ])
 def test_a_roster_that_cannot_be_used_is_refused_with_the_line(tmp_path, text, message):
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(BadDownload) as refused:
         roster(tmp_path, text)
     assert message in str(refused.value) and "\x1b" not in str(refused.value)
 

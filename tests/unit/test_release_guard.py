@@ -8,6 +8,7 @@ import pytest
 
 from grader.authoring import release, release_guard
 from grader.course import REPO, student_notebook
+from grader.errors import NotReleased
 
 LESSON = "03-parallel-heads"
 
@@ -41,7 +42,7 @@ def test_release_refuses_to_replace_an_answered_notebook_and_names_it_and_the_wa
     answered = root / "lessons" / LESSON / f"{LESSON}.ipynb"
     answered.parent.mkdir(parents=True)
     answered.write_text('{"my": "answers"}')
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(NotReleased) as refused:
         release.main(lessons=[LESSON], course=root)
     assert str(answered) in str(refused.value) and "FORCE=1" in str(refused.value) and "backup" in str(refused.value)
     assert answered.read_text() == '{"my": "answers"}'

@@ -9,6 +9,7 @@ import pytest
 from nbgrader.utils import parse_utc
 
 from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, submission_filename
+from grader.errors import CannotSubmit
 from grader.student import submit
 
 LESSON = "03-parallel-heads"
@@ -40,7 +41,7 @@ def test_student_names_become_ids_that_survive_the_file_name(name, expected):
 
 @pytest.mark.parametrize("name", ["", "   ", "!!!", "alan attempt 2", "alan_attempt_2026-01-01"])
 def test_a_name_that_cannot_be_an_unambiguous_id_is_refused_with_an_example(name):
-    with pytest.raises(SystemExit, match="NAME=ada_lovelace"):
+    with pytest.raises(CannotSubmit, match="NAME=ada_lovelace"):
         submit.student_id(name)
 
 
@@ -54,10 +55,10 @@ def test_a_file_that_is_not_a_notebook_is_not_handed_in_and_the_checkpoint_is_na
     broken.write_text(content)
     (folder / ".ipynb_checkpoints" / f"{LESSON}-checkpoint.ipynb").write_text("{}")
     out = tmp_path / "submissions"
-    with pytest.raises(SystemExit) as refused:
+    with pytest.raises(CannotSubmit) as refused:
         submit.main(lesson=LESSON, name="Ada", notebook=broken, out=out)
     assert "Nothing was handed in" in str(refused.value) and "-checkpoint.ipynb" in str(refused.value)
     assert not out.exists()
     (folder / ".ipynb_checkpoints" / f"{LESSON}-checkpoint.ipynb").unlink()
-    with pytest.raises(SystemExit, match="save it there again"):
+    with pytest.raises(CannotSubmit, match="save it there again"):
         submit.main(lesson=LESSON, name="Ada", notebook=broken, out=out)

@@ -9,7 +9,7 @@ import time
 
 import grader.grading.supervisor as supervisor
 from grader.course import REPO
-from grader.grading.worker import Job, Result
+from grader.grading.jobs import Job, Result
 
 
 def fake_grade(job: Job) -> Result:
@@ -52,10 +52,10 @@ def test_a_process_grades_several_jobs_and_is_retired_after_its_share_or_a_faile
         return Result(job.student, status, scores={"pid": float(os.getpid())})
 
     monkeypatch.setattr(supervisor, "grade", report_pid)
-    monkeypatch.setattr(supervisor, "JOBS_PER_PROCESS", 2)
     students = ["ada", "grace", "alan", "broken", "edsger"]
     jobs = [Job(str(REPO), "03-parallel-heads", student) for student in students]
-    results = supervisor.supervise(jobs, workers=1, job_timeout=60)
+    results = supervisor.supervise(jobs, workers=1, job_timeout=60,
+                                   settings=supervisor.GradingProcesses(jobs_per_process=2))
     pids = [r.scores["pid"] for r in results]
     # Two jobs per process; a failed job is its process's last (alan's and broken's process is retired).
     assert pids[0] == pids[1] and pids[2] == pids[3] and len(set(pids)) == 3
@@ -101,11 +101,11 @@ def test_a_process_that_lingers_when_told_to_end_is_killed(monkeypatch):
 
     monkeypatch.setattr(supervisor, "grade", fake_grade)
     monkeypatch.setattr(supervisor, "_serve", serve_then_linger)
-    monkeypatch.setattr(supervisor, "EXIT_GRACE", 1.0)
-    monkeypatch.setattr(supervisor, "JOBS_PER_PROCESS", 1)  # each process is told to end after its job
+    # Each process is told to end after its job.
+    settings = supervisor.GradingProcesses(exit_grace=1.0, jobs_per_process=1)
     jobs = [Job(str(REPO), "03-parallel-heads", student) for student in ("ada", "grace", "alan")]
     started = time.monotonic()
-    results = supervisor.supervise(jobs, workers=2, job_timeout=120)
+    results = supervisor.supervise(jobs, workers=2, job_timeout=120, settings=settings)
     assert time.monotonic() - started < 60  # not the 600 s the processes would linger
     assert [r.status for r in results] == ["graded", "graded", "graded"]
     assert multiprocessing.active_children() == []  # every one of them killed and reaped

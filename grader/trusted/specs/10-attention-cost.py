@@ -8,7 +8,7 @@ it in its own process, so it must not import anything a submission could have ch
 How "without materialising a (T, T) array" is checked without taking the kernel's word for it:
 the last case of `online_softmax_attention_cases` has at least 23,200 queries and as many keys.
 Its full score table alone, Tq * Tk float64 numbers, is more than 4.3e9 bytes, larger than the
-whole address space a graded kernel may use (`GuardedExecute.memory_limit = 4 * 1024**3` bytes in
+whole address space a graded kernel may use (`KernelLimits.memory_limit = 4 * 1024**3` bytes in
 grader/nbgrader_config.py; a kernel with NumPy and one BLAS thread already maps about 0.2 GiB of
 it). Allocating such an array raises MemoryError in the kernel, which the harness reports as a
 raised call: the case fails whatever the kernel prints. A blockwise pass holds one (Tq, block)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -17,15 +18,21 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
-from grader.course import REPO, Layout, nbgrader_config, require_course_id, select_lessons
+from grader.course import REPO, nbgrader_config, select_lessons
+from grader.errors import CannotGradeSafely, NotReleased
+from grader.gradebook import require_course_id
 from grader.grading import gradelog, late, lesson_reports, report
 from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
 from grader.grading.gradebook_check import check_gradebook
+from grader.grading.jobs import Job, Result
 from grader.grading.lms import DownloadFormats, Roster, record_names
 from grader.grading.roster import enrol
-from grader.grading.supervisor import supervise
-from grader.grading.worker import Job, Result, grade
+from grader.grading.similarity import SimilarityReport
+from grader.grading.supervisor import GradingProcesses, supervise
+from grader.grading.worker import grade
+from grader.layout import Layout
+from grader.pipeline.guarded_execute import GuardedExecute
 from grader.sandbox.bwrap import SandboxUnavailable, probe
 
 
@@ -55,7 +62,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     Each submission is graded by `grader.grading.worker.grade`, each kernel in the sandbox
     (grader.sandbox): by default in `workers` grading processes of this machine (default: one per
     core; grader.grading.supervisor), each submission stopped after `job_timeout` seconds (default:
-    the notebook's time limit plus five minutes) so that none can hold up the batch. Any
+    GuardedExecute.notebook_timeout plus GradingProcesses.job_timeout_margin) so that none can hold up the batch. Any
     `concurrent.futures.Executor` whose workers are processes that see this course's files and
     gradebook can be passed instead, e.g. a Dask cluster's `Client(...).get_executor()`; it is not
     shut down here.
@@ -75,9 +82,9 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
         try:
             probe()
         except SandboxUnavailable as error:
-            raise SystemExit(f"cannot grade safely: {error}.\nGrading runs every submission in a sandbox; to "
-                             "grade without it anyway (the kernels can then change grades), pass "
-                             "--unsafe-no-sandbox.") from None
+            raise CannotGradeSafely(f"cannot grade safely: {error}.\nGrading runs every submission in a sandbox; to "
+                                    "grade without it anyway (the kernels can then change grades), pass "
+                                    "--unsafe-no-sandbox.") from None
     config = nbgrader_config(course)
     coursedir = CourseDirectory(config=config)
     layout = Layout.of(config)
@@ -88,9 +95,9 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
         try:
             gradebook.find_assignment(lesson)
         except MissingEntry:
-            raise SystemExit(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
+            raise NotReleased(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
     if not release.is_file():
-        raise SystemExit(f"{release} is missing: run `make release LESSON={lesson}` first")
+        raise NotReleased(f"{release} is missing: run `make release LESSON={lesson}` first")
     points = notebook.test_points(nbformat.read(release, as_version=4))
 
     table = Roster.read(roster) if roster is not None else None
@@ -105,8 +112,10 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     jobs = make_jobs(course, lesson, collected.students, force=force or regrade, timeout=timeout,
                      memory_limit=memory_limit,
                      sandbox=not unsafe_no_sandbox)
+    processes = GradingProcesses(config=config)
     if job_timeout is None:
-        job_timeout = float(config.GuardedExecute.get("notebook_timeout", 600) or 600) + 300
+        notebook_limit = GuardedExecute(config=config).notebook_timeout
+        job_timeout = notebook_limit + processes.job_timeout_margin if notebook_limit else math.inf
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     log = layout.log(lesson)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +126,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
         gradelog.append(log, lesson, result, points)
 
     if executor is None:
-        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done)
+        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done, settings=processes)
     else:
         results = _run(jobs, executor, done)
     bar.close()
@@ -132,7 +141,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     else:
         plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
     written, details = lesson_reports.write(lesson, results, points, layout, lateness=lateness, roster=table,
-                                            before=before)
+                                            before=before, similar=SimilarityReport(config=config))
     files = {"grades": grades, **({"plot": plot} if graded else {}), **written,
              "feedback": layout.feedback / "<student>" / lesson,
              "log": log}

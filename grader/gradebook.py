@@ -1,0 +1,51 @@
+"""nbgrader's API over a course's gradebook, refusing a configuration it would fail on deep inside nbgrader."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from traitlets.config import Config
+
+from grader.errors import GradebookRefused
+
+
+def nbgrader_api(config: Config):
+    """An `NbGraderAPI` for `config` (the API does not read nbgrader_config.py by itself).
+
+    Creates the gradebook's folder, which SQLite cannot create itself.
+    """
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    scripts_first_on_path()
+    coursedir = CourseDirectory(config=config)
+    require_course_id(coursedir)
+    if coursedir.db_url.startswith("sqlite:///"):
+        Path(coursedir.db_url.removeprefix("sqlite:///").split("?")[0]).parent.mkdir(parents=True, exist_ok=True)
+    return NbGraderAPI(coursedir=coursedir, config=config)
+
+
+def require_course_id(coursedir) -> None:
+    """Refuse a gradebook other than SQLite's when the course has no `CourseDirectory.course_id`.
+
+    nbgrader's default course id is empty, and it then records assignments under a course that is
+    not in the gradebook: SQLite lets that through, but PostgreSQL enforces the foreign key and
+    releasing fails deep inside nbgrader.
+    """
+    if not coursedir.db_url.startswith("sqlite") and not coursedir.course_id:
+        dialect = coursedir.db_url.split(":")[0]
+        raise GradebookRefused(f"a {dialect} gradebook needs a course id: set "
+                               "c.CourseDirectory.course_id = '<course>' in nbgrader_config.py "
+                               "(nbgrader's empty default only works with SQLite)")
+
+
+def scripts_first_on_path() -> None:
+    """Put this environment's scripts folder first on PATH (in os.environ), even when it was not activated.
+
+    nbgrader runs the `alembic` command by name when it creates a gradebook.
+    """
+    scripts = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != scripts:
+        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
