@@ -33,6 +33,7 @@ CLASSES = (
     "grader.grading.late.LatePolicy",
     "grader.grading.late.LatePenalty",
     "grader.grading.similarity.SimilarityReport",
+    "grader.student.originals.Originals",
 )
 
 HEADER = """# Configuration reference
