@@ -6,7 +6,7 @@ Submissions arrive in one of two ways:
   `nbgrader collect`, or copied there by hand);
 - as notebooks downloaded from a learning-management system, in a folder or a .zip: Canvas's
   "Download Submissions", Moodle's, or students' `make submit` files named by nbgrader's
-  zip_collect conventions (`grader.course.SUBMISSION_REGEXP`),
+  zip_collect conventions (`grader.student.submission_names.SUBMISSION_REGEXP`),
   `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`. Which student a file is, with or
   without a roster, is grader.grading.lms's to say.
 
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
 from grader.errors import BadDownload
+from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
 
 # Bounds on what a download may hold, against hostile input; constants, not settings: an honest
 # notebook is far below each, and a student id's length is part of the file-name convention.

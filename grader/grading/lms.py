@@ -21,7 +21,7 @@ The patterns, as each LMS documents or writes them:
   name>`, or, with "Download submissions in folders", a folder `<Full Name>_<participant
   id>_assignsubmission_file_` per student holding the files unrenamed.
 - A plain folder of `make submit` files: `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`
-  (`grader.course.SUBMISSION_REGEXP`).
+  (`grader.student.submission_names.SUBMISSION_REGEXP`).
 
 Which student a file is: with a roster (`Roster.read`), the roster row whose `lms_id` is the
 file's, else whose name (either word order, case, accents and punctuation ignored) is the file's,
@@ -47,9 +47,10 @@ from nbgrader.plugins import FileNameCollectorPlugin
 from traitlets import Dict
 from traitlets.config import Configurable
 
-from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, lesson_ids
+from grader.course import lesson_ids
 from grader.errors import BadDownload
 from grader.safe_text import for_terminal
+from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
 
 FORMATS = {
     "moodle": r"(?P<name>[^/]+?)_(?P<lms_id>\d+)_assignsubmission_file_(?:/)?(?P<file_id>[^/]+)\Z",

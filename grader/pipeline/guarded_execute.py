@@ -41,11 +41,11 @@ from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Instance, Integer, List, Unicode, default
 
-from grader.course import LESSON_HELPERS
 from grader.grading import phases
 from grader.sandbox.bwrap import probe
 from grader.sandbox.kernel import SandboxedKernelManager
 from grader.sandbox.limits import KernelLimits
+from grader.student.layout import LESSON_HELPERS
 
 # `ename` of the error outputs put in the cell that was running when the kernel died or was stopped,
 # and in the cells after it; grader.grading.triage reads them back to flag the submission.

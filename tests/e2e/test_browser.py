@@ -30,10 +30,11 @@ import nbformat
 import pytest
 
 from grader import notebook
-from grader.course import LESSONS, REPO, SUBMISSION_REGEXP, reference_notebook, student_notebook
+from grader.course import LESSONS, REPO, reference_notebook, student_notebook
 from grader.extras import EXTRAS
 from grader.student import check as selfcheck
 from grader.student import lab, submit
+from grader.student.submission_names import SUBMISSION_REGEXP
 from tests.support import reference_answers
 
 LESSON = "03-parallel-heads"

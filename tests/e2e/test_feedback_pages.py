@@ -22,8 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import nbformat
 import pytest
 
-from grader.course import submission_filename
 from grader.extras import EXTRAS
+from grader.student.submission_names import submission_filename
 from tests.support import build_notebook, hostile_cases, make_course
 
 LESSON = "03-parallel-heads"

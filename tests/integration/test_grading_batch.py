@@ -26,11 +26,11 @@ import nbformat
 import pytest
 import tomllib
 
-from grader.course import SUBMISSION_TIME_FORMAT, submission_filename
 from grader.grading.autograde import main as autograde
 from grader.grading.jobs import Job
 from grader.grading.triage import FLAGS
 from grader.grading.worker import grade
+from grader.student.submission_names import SUBMISSION_TIME_FORMAT, submission_filename
 from tests.support import FIXTURES, Course, batch_scores, build_notebook, exercise, make_course, points_of, secret_lines
 
 pytestmark = pytest.mark.more_cases  # every row of what a batch survives; make test grades one batch

@@ -31,9 +31,10 @@ import nbformat
 import psutil
 import pytest
 
-from grader.course import REPO, submission_filename
+from grader.course import REPO
 from grader.grading.autograde import main as autograde
 from grader.sandbox import cgroup
+from grader.student.submission_names import submission_filename
 from tests.support import Course, batch_scores, build_notebook, hostile_cases, make_course, points_of
 
 LESSON = "03-parallel-heads"

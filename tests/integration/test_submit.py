@@ -1,6 +1,6 @@
 """`make submit`: the lesson notebook alone, named so that the instructor's collect step takes it.
 
-The name must parse with `grader.course.SUBMISSION_REGEXP` back into the student id, the time and
+The name must parse with `grader.student.submission_names.SUBMISSION_REGEXP` back into the student id, the time and
 the lesson's notebook, and the instructor's `grader.grading.collect` must file it under that student.
 """
 
@@ -13,9 +13,10 @@ from datetime import datetime, timedelta, timezone
 import nbformat
 
 from grader import notebook
-from grader.course import REPO, SUBMISSION_REGEXP, student_notebook
+from grader.course import REPO, student_notebook
 from grader.student import check as selfcheck
 from grader.student import submit
+from grader.student.submission_names import SUBMISSION_REGEXP
 from tests.support import Variant, build
 
 LESSON = "03-parallel-heads"

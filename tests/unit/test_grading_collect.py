@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from nbgrader.utils import parse_utc
 
-from grader.course import submission_filename
 from grader.errors import BadDownload
 from grader.grading.collect import MAX_ENTRY, Skipped, collect, parse_name, student_id
+from grader.student.submission_names import submission_filename
 
 LESSON = "03-parallel-heads"
 

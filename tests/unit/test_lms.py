@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import submission_filename
 from grader.errors import BadDownload
 from grader.grading import lms
 from grader.grading.collect import collect
+from grader.student.submission_names import submission_filename
 
 LESSON = "03-parallel-heads"
 NOW = datetime(2026, 12, 15, 12, 0, tzinfo=timezone.utc)

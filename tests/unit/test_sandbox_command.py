@@ -36,7 +36,7 @@ def test_a_python_environment_under_tmp_stays_visible_inside_the_sandbox():
 def test_the_kernel_imports_the_course_helper_module_and_a_notebook_folder_cannot_replace_it(tmp_path):
     """grader.pipeline.guarded_execute copies lesson_helpers.py into every kernel's working folder; a file of
     that name in the submission's folder is left out, and the sandbox shows nothing else of the course."""
-    from grader.course import LESSON_HELPERS
+    from grader.student.layout import LESSON_HELPERS
 
     folder = tmp_path / "submission"
     folder.mkdir()

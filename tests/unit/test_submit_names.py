@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 import pytest
 from nbgrader.utils import parse_utc
 
-from grader.course import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, submission_filename
 from grader.errors import CannotSubmit
 from grader.student import submit
+from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, submission_filename
 
 LESSON = "03-parallel-heads"
 
