@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import csv
 import os
-import pwd
-import random
 import secrets
 import shutil
 import subprocess
@@ -34,61 +32,19 @@ import psutil
 import pytest
 
 from grader.course import REPO, submission_filename
-from grader.sandbox.bwrap import SETPRIV, bwrap_executable, python_dirs
+from grader.sandbox.bwrap import SETPRIV, python_dirs
 from tests.integration.test_hostile import ATTEMPT, LESSON, plant_key, unlink_key
+from tests.ordinary_user import as_ordinary_user, unused_uid, user_env
 from tests.support import batch_scores, build_notebook, hostile_cases, make_course, points_of
 
 pytestmark = pytest.mark.same_verdicts  # the hostile suite's verdicts, graded by an ordinary user
 
 CELL_TIMEOUT = 30  # seconds per cell: without a cgroup the limit is wall time, and the batch runs beside others
-UIDS = (1_000_000, 1_400_000)  # drawn from here: no account owns them (and below the kernels' own uids)
 # One attack of each class of tests/fixtures/hostile/sandbox.toml, and the kernel's uid against the
 # grader's own processes and files, next to an honest student.
 ATTACKS = ("memfd_memory", "shm_memory", "thread_burst", "fork_burst", "shm_channel_a", "shm_channel_b", "shm_disk",
            "keyrings", "inherited_descriptors", "huge_message", "cpu_starvation", "kill_every_process",
            "read_state_canary")
-
-
-def unused_uid() -> int:
-    """A uid that no account owns and no process runs as."""
-    running = {process.info["uids"].real for process in psutil.process_iter(["uids"]) if process.info["uids"]}
-    while True:
-        uid = random.randrange(*UIDS)
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            if uid not in running:
-                return uid
-
-
-def as_ordinary_user(uid: int, needed: list[str]) -> list[str]:
-    """argv prefix that runs a command as `uid` (no groups) in a view of the machine where each path of
-    `needed` is readable: a folder above one that other users cannot enter is replaced by a tmpfs holding
-    only what is needed under it (bwrap, run by root: no user namespace; nothing of the host changes)."""
-    hidden, dirs, binds = [], [], []
-    for path in sorted(map(os.path.abspath, needed), key=len):
-        if any(path == bound or path.startswith(bound + "/") for bound in binds):
-            continue
-        ancestors = [str(parent) for parent in reversed(Path(path).parents)][1:]
-        closed = next((a for a in ancestors if not os.stat(a).st_mode & 0o001), None)
-        if closed is None:
-            continue  # readable as it is
-        hidden.append(closed)
-        dirs += [a for a in ancestors if a.startswith(closed + "/")]
-        binds.append(path)
-    args = [bwrap_executable(), "--dev-bind", "/", "/"]
-    for folder in dict.fromkeys(hidden):
-        args += ["--perms", "0755", "--tmpfs", folder]
-    for folder in dict.fromkeys(dirs):
-        args += ["--perms", "0755", "--dir", folder]
-    for path in binds:
-        args += ["--ro-bind", path, path]
-    return [*args, "--", SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-
-
-def user_env(home: Path, uid: int, **extra: str) -> dict[str, str]:
-    return {"PATH": f"{sys.prefix}/bin:/usr/bin:/bin", "HOME": str(home), "USER": f"u{uid}", "LOGNAME": f"u{uid}",
-            "LANG": "C.UTF-8", **extra}
 
 
 def sample_uids(grader: subprocess.Popen, stop: threading.Event, kernels: dict[int, set[int]],
