@@ -91,12 +91,6 @@ def batch():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_no_process_of_the_ordinary_uid_is_left(batch):
-    left = [process.pid for process in psutil.process_iter(["uids"])
-            if process.info["uids"] and process.info["uids"].real == batch["uid"]]
-    assert not left, left
-
-
 def grade(root: Path, home: Path, uid: int, wrapper: list[str]) -> dict:
     course = make_course(root / "course", cell_timeout=CELL_TIMEOUT, lessons=[LESSON])
     token = secrets.token_hex(8)
@@ -189,3 +183,9 @@ def test_no_attack_obtained_anything(batch):
     assert "read b'" not in batch["outputs"]["keyrings"] and "listed" not in batch["outputs"]["keyrings"]
     assert f"PWNED-{token}" not in Path("/proc/keys").read_text()
     assert not list(Path("/dev/shm").glob(f"PWNED-{token}*"))
+
+
+def test_no_process_of_the_ordinary_uid_is_left(batch):
+    left = [process.pid for process in psutil.process_iter(["uids"])
+            if process.info["uids"] and process.info["uids"].real == batch["uid"]]
+    assert not left, left
