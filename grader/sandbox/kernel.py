@@ -214,7 +214,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         except CgroupUnavailable as error:
             if self.host_uid is not None:
                 tasks = "tasks limited by RLIMIT_NPROC of its own host uid"
-            elif user_task_limit_possible():
+            elif user_task_limit_possible() and os.geteuid() != 0:  # the limit never binds a uid mapped to root
                 tasks = "tasks limited by RLIMIT_NPROC in its own user namespace"
             else:
                 tasks = "processes counted by polling"
