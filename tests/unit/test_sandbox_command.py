@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
+import pytest
+
 from grader.sandbox import bwrap
 from tests.ordinary_user import as_ordinary_user, unused_uid
 
@@ -83,6 +85,8 @@ def test_an_ordinary_users_sandbox_limits_the_tasks_of_its_own_user_namespace():
             finally:
                 for fd in fds:
                     os.close(fd)
+            if prefix and done.returncode != 0 and done.stderr.startswith("bwrap:"):
+                pytest.skip(f"an ordinary user cannot make the sandbox's namespaces here: {done.stderr.strip()}")
             assert done.returncode == 0, done.stderr
             started[tasks] = int(done.stdout)
     finally:
