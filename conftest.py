@@ -39,7 +39,7 @@ TIERS = {"unit": "unit", "integration": "kernel", "e2e": "browser"}
 EXHAUSTIVE = {
     "more_cases": "one more case of a kind make test checks once (a fixture, cheat, attack or lesson)",
     "same_verdicts": "another route to verdicts make test checks (plain nbgrader, full size, other CPUs, Dask, "
-                     "PostgreSQL)",
+                     "PostgreSQL, an ordinary user)",
     "browser": "drives a real browser (tests/e2e)",
 }
 # The longest scopes (a module, or a reference notebook's nbval cells), started first so that no

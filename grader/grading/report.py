@@ -127,8 +127,11 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
     pool = f" with {workers} worker{'s' * (workers != 1)}" if workers else ""
     lines = ["UNSAFE: graded without the sandbox (--unsafe-no-sandbox); these grades cannot be trusted"] * unsafe
     if any(f.name == "no-cgroup" for o in graded for f in o.flags):
-        lines.append("WEAKER: kernels had no cgroup of their own (flag no-cgroup): memory and processes only polled, "
+        lines.append("WEAKER: kernels had no cgroup of their own (flag no-cgroup): memory only polled, "
                      "time limits in wall time")
+    if any(f.name == "grader-uid" for o in graded for f in o.flags):
+        lines.append("WEAKER: kernels ran as the grader's own host uid, not one of their own (flag grader-uid): "
+                     "grade as root for a uid per kernel")
     lines += [f"{lesson}: {len(results)} submissions in {seconds:.0f} s{pool}",
              f"  graded                {len(graded):4d}" + (f" ({cached} already up to date)" if cached else "")]
 

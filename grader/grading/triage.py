@@ -17,6 +17,7 @@ from nbformat import NotebookNode
 
 from grader import notebook
 from grader.pipeline.guarded_execute import (
+    GRADER_UID,
     KERNEL_DIED,
     LIMIT_EXCEEDED,
     OUTPUT_CAPPED,
@@ -56,8 +57,10 @@ FLAGS = {
                            review=True),
     "unsafe-no-sandbox": Kind("graded without the sandbox (--unsafe-no-sandbox): the result cannot be trusted",
                               review=True),
-    "no-cgroup": Kind("the kernel had no cgroup of its own: memory and processes were only watched by polling, "
-                      "and time limits counted wall time"),
+    "no-cgroup": Kind("the kernel had no cgroup of its own: memory was only watched by polling, and time limits "
+                      "counted wall time"),
+    "grader-uid": Kind("the kernel ran as the grader's own host uid (an ordinary user has no other to give it), "
+                       "uid 65534 without capabilities in its user namespace"),
     "manual-grade": Kind("nbgrader asks for manual grading of {}", review=True),
     "feedback-failed": Kind("feedback could not be generated", review=True),
 }
@@ -162,6 +165,7 @@ def run_flags(autograded: NotebookNode) -> list[Flag]:
     truncated output."""
     flags: list[Flag] = [Flag("unsafe-no-sandbox")] if autograded.metadata.get(UNSAFE) else []
     flags += [Flag("no-cgroup")] if autograded.metadata.get(WATCHDOG_ONLY) else []
+    flags += [Flag("grader-uid")] if autograded.metadata.get(GRADER_UID) else []
     for index, cell in enumerate(autograded.cells, start=1):
         where = notebook.grade_id(cell) or f"cell {index}"
         for output in cell.get("outputs", []):

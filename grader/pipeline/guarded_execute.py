@@ -8,7 +8,8 @@
   cgroup of its own. Where the sandbox cannot start, grading refuses with the reason;
   `sandbox = False` (`--unsafe-no-sandbox`) runs kernels unconfined and says so in the notebook's
   metadata and first cell, which the feedback, CSV and summary repeat. Where no cgroup can be made,
-  the notebook's metadata says so (`WATCHDOG_ONLY`), and the CSV and summary repeat it;
+  the notebook's metadata says so (`WATCHDOG_ONLY`), and the CSV and summary repeat it; so too
+  where the kernel has no host uid of its own (`GRADER_UID`: the grader is an ordinary user);
 - limits per submission: those of the kernel (grader.sandbox.limits.KernelLimits: address space
   per process, memory and tasks of the kernel's cgroup, file size, the size of each writable tmpfs,
   message size at the socket), time per cell and per notebook, and output in bytes per cell and per
@@ -57,6 +58,7 @@ LIMIT_EXCEEDED = "LimitExceeded"  # the kernel was killed for a limit (memory, p
 CPU_TIMEOUT = "CellTimeoutError"  # the cell used its CPU time limit and was interrupted
 UNSAFE = "graded_without_sandbox"  # notebook metadata key set when the sandbox was off
 WATCHDOG_ONLY = "graded_without_cgroup"  # notebook metadata key: why the kernel had no cgroup
+GRADER_UID = "graded_as_grader_uid"  # notebook metadata key: the kernel had no host uid of its own (ordinary user)
 EXECUTION_VARIABLE = "NBGRADER_EXECUTION"  # "autograde" in the grading process (nbgrader sets it)
 
 
@@ -161,6 +163,10 @@ class GuardedExecute(Execute):
         if isolation.startswith("no cgroup"):
             self.nb.metadata[WATCHDOG_ONLY] = isolation
             self.log.warning("kernel without a cgroup of its own: %s", isolation)
+        host_user = getattr(self.km, "host_user", "")
+        if host_user:
+            self.nb.metadata[GRADER_UID] = host_user
+            self.log.warning("kernel without a host uid of its own: %s", host_user)
         if phases.enabled():  # the kernel is ready: what starting it cost
             self._ready_cpu = time.process_time(), phases.tree_cpu(self._kernel_pid())
             self._phases = {"kernel_start": self._ready_cpu[0] - self._setup_cpu + self._ready_cpu[1]}

@@ -22,7 +22,9 @@ Who the kernel is on the host: run as root, bwrap makes no user namespace; `setp
 run inside the sandbox after the binds, drops to `host_uid` (one of its own per kernel) with no
 groups, no capabilities in any set and no new privileges. Run as an ordinary user, bwrap's own user
 namespace makes the kernel uid 65534 without capabilities inside, which is the grader's uid outside:
-an ordinary user has no other uid to give it.
+an ordinary user has no other uid to give it. There, `prlimit` (util-linux), run inside the sandbox,
+sets `RLIMIT_NPROC` to `max_tasks`: in a user namespace of its own the kernel counts that limit
+against this kernel's tasks (threads included) alone, not against everything the grader's uid runs.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
 MAX_COPIED_FILE = 16 * 1024**2  # bytes: larger files of the notebook's folder are not copied in
 MAX_COPIED_FILES = 200  # files of the notebook's folder copied in, in name order; the rest stay out
 SETPRIV = "/usr/bin/setpriv"
+PRLIMIT = "/usr/bin/prlimit"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -80,6 +83,7 @@ class Sandbox:
     host_uid: int | None = None  # root only: the kernel's own host uid (and gid), dropped to with setpriv
     env: dict[str, str] = field(default_factory=dict)  # the kernel's whole environment (bwrap clears the rest)
     course_files: dict[str, str] = field(default_factory=dict)  # name -> path, copied into the working directory
+    max_tasks: int = 0  # ordinary user only: RLIMIT_NPROC inside the kernel's own user namespace (0: none)
 
     def command(self, kernel_cmd: list[str], *, cwd: str | None = None) -> tuple[list[str], list[int]]:
         """(argv, file descriptors to pass) that run `kernel_cmd` in this sandbox.
@@ -131,6 +135,8 @@ class Sandbox:
         if self.host_uid is not None:
             args += [SETPRIV, f"--reuid={self.host_uid}", f"--regid={self.host_uid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        elif self.max_tasks and os.path.exists(PRLIMIT):
+            args += [PRLIMIT, f"--nproc={self.max_tasks}:{self.max_tasks}", "--"]
         return [*args, *kernel_cmd], fds
 
     def kernel_env(self) -> dict[str, str]:
@@ -202,6 +208,11 @@ def probe() -> None:
     if done.returncode != 0:
         raise SandboxUnavailable("bubblewrap cannot create its namespaces here (are unprivileged user namespaces "
                                  f"disabled?): {done.stderr.strip() or done.returncode}")
+
+
+def user_task_limit_possible() -> bool:
+    """An ordinary user with util-linux's prlimit: each kernel's tasks can be limited in its own user namespace."""
+    return os.path.exists(PRLIMIT)
 
 
 def own_uids_possible() -> bool:

@@ -13,10 +13,14 @@
   included), the same CPU weight as every other kernel, and the CPU time a cell uses
   (`start_cell`/`end_cell`: a cell over its CPU limit is interrupted, then killed if it carries on);
   where no cgroup can be made, `isolation` says so and a watchdog in the grading process adds up
-  the resident memory and counts the processes of the kernel's tree every `watch_interval` seconds;
+  the resident memory and the memfd files of the kernel's tree and counts its processes every
+  `watch_interval` seconds;
 - the limits of grader.sandbox.limits.KernelLimits, read from the same configuration as grading's;
 - rlimits set between fork and exec: address space per process (`memory_limit`), file size
-  (`file_size_limit`), no core files, and, with a uid of its own, the number of processes;
+  (`file_size_limit`), no core files, and, with a uid of its own, the number of tasks. Run as an
+  ordinary user, the number of tasks is set inside the sandbox instead (grader.sandbox.bwrap's
+  `max_tasks`), where the kernel's own user namespace counts it for this kernel alone; `host_user`
+  then says that the kernel is the grader's own uid on the host;
 - stdin, stdout and stderr on /dev/null: nothing it writes reaches the grader's terminal or log;
 - clients whose sockets refuse any message over `max_message_bytes` before it is parsed
   (grader.sandbox.client); a kernel that sends one is killed (`killed_for` says why).
@@ -42,7 +46,7 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Instance, Tuple, Type, Unicode, default
 
-from grader.sandbox.bwrap import Sandbox, own_uids_possible
+from grader.sandbox.bwrap import SANDBOX_UID, Sandbox, own_uids_possible, user_task_limit_possible
 from grader.sandbox.cgroup import CgroupUnavailable, KernelCgroup
 from grader.sandbox.client import PromptKernelClient
 from grader.sandbox.limits import KernelLimits
@@ -85,6 +89,20 @@ def _tree(root: psutil.Process) -> list[psutil.Process]:
 _CHILDREN_FILES = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")  # CONFIG_PROC_CHILDREN
 
 
+def _memfd_bytes(tree: list[psutil.Process]) -> int:
+    """Bytes of the memfd files the processes of `tree` hold open: pages no resident-memory figure counts
+    (each file once, however many descriptors name it)."""
+    files: dict[tuple[int, int], int] = {}
+    for process in tree:
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(f"/proc/{process.pid}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(entry.path).startswith("/memfd:"):
+                        status = os.stat(entry.path)
+                        files[status.st_dev, status.st_ino] = status.st_blocks * 512
+    return sum(files.values())
+
+
 def _alive(process: psutil.Process) -> bool:
     try:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
@@ -107,7 +125,8 @@ class SandboxProvisioner(LocalProvisioner):
         if km.host_uid is not None:  # the kernel reads its connection file as its own user
             os.chown(km.connection_file, km.host_uid, km.host_uid)
         sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.limits.disk_limit, host_uid=km.host_uid, env=km.sandbox_env,
-                          course_files=dict(km.course_files))
+                          course_files=dict(km.course_files),
+                          max_tasks=km.limits.max_processes if km.host_uid is None else 0)
         argv, fds = sandbox.command(cmd, cwd=str(kwargs.pop("cwd", "") or ""))
         kwargs["pass_fds"] = fds
         kwargs["cwd"] = str(km.rundir)
@@ -151,6 +170,8 @@ class SandboxedKernelManager(AsyncKernelManager):
                                  "beside the notebook's own (the lessons' helper module).")
     killed_for = Unicode("", help="Set when the kernel was killed for a limit: what it exceeded.")
     isolation = Unicode("", help="Set at start: the kernel's cgroup, or why it has none and only the watchdog.")
+    host_user = Unicode("", help="Set at start where the kernel has no host uid of its own: which uid it is "
+                                 "on the host instead, and why.")
     client_factory = Type(PromptKernelClient, klass=PromptKernelClient)  # ready without 0.2 s of silence
 
     @default("limits")
@@ -192,7 +213,16 @@ class SandboxedKernelManager(AsyncKernelManager):
                                               tasks=self.limits.max_processes)
             self.isolation = self.cgroup.describe()
         except CgroupUnavailable as error:
-            self.isolation = f"no cgroup ({error}): memory and processes watched by polling"
+            if self.host_uid is not None:
+                tasks = "tasks limited by RLIMIT_NPROC of its own host uid"
+            elif user_task_limit_possible() and os.geteuid() != 0:  # the limit never binds a uid mapped to root
+                tasks = "tasks limited by RLIMIT_NPROC in its own user namespace"
+            else:
+                tasks = "processes counted by polling"
+            self.isolation = f"no cgroup ({error}): memory watched by polling, {tasks}, time limits in wall time"
+        if self.host_uid is None:
+            self.host_user = (f"the grader's own uid {os.getuid()} on the host (uid {SANDBOX_UID} without "
+                              "capabilities in its user namespace): only root can give a kernel a uid of its own")
         self.ip = str(self.rundir / "kernel")  # ipc needs an absolute path, or kernel and client disagree
         self.connection_file = str(self.rundir / "connection.json")
         if self.limits.max_message_bytes:  # this manager's own socket (control) refuses over-size messages too
@@ -280,9 +310,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             tree = [root]
         # RSS is cheap to read and never below PSS: the costly PSS only when RSS is over the limit.
         memory, tasks = self.limits.tree_memory_limit, self.limits.max_processes
-        over = memory and sum(_rss(process) for process in tree) > memory
-        if over and sum(_memory(process) for process in tree) > memory:
-            return f"the submission's processes used more than {memory} bytes"
+        if memory:
+            memfd = _memfd_bytes(tree)
+            over = sum(_rss(process) for process in tree) + memfd > memory
+            if over and sum(_memory(process) for process in tree) + memfd > memory:
+                return f"the submission's processes used more than {memory} bytes"
         if tasks and len(tree) > tasks:
             return f"the submission started more than {tasks} processes"
         return ""

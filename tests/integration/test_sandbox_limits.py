@@ -142,6 +142,16 @@ def test_without_a_cgroup_grading_says_so_and_keeps_the_watchdog():
     assert text(nb.cells[0]).strip() == "started"
 
 
+def test_without_a_cgroup_the_watchdog_counts_memfd_files():
+    """memfd pages are in no process's resident memory: without a cgroup the watchdog adds up the files."""
+    hoard = ("import os, time\nfd = os.memfd_create('x')\nfor _ in range(24):\n    os.write(fd, b'x' * 2**24)\n"
+             "time.sleep(5)")
+    with mock.patch.object(kernel.KernelCgroup, "create", side_effect=CgroupUnavailable("none here")):
+        nb = run(hoard, "print('never')", tree_memory_limit=256 * 2**20)
+    assert LIMIT_EXCEEDED in enames(nb.cells[0]) and "bytes" in text(nb.cells[0])
+    assert enames(nb.cells[1]) == [NOT_RUN]
+
+
 @needs_cgroup
 def test_the_cgroup_is_gone_once_the_kernel_is():
     made: list[KernelCgroup] = []

@@ -8,7 +8,10 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
+import pytest
+
 from grader.sandbox import bwrap
+from tests.ordinary_user import as_ordinary_user, unused_uid
 
 
 def run_in_sandbox(argv: list[str], rundir: Path) -> subprocess.CompletedProcess:
@@ -57,3 +60,35 @@ def test_the_kernel_imports_the_course_helper_module_and_a_notebook_folder_canno
             os.close(fd)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["small", "the notebook's own file", "True"]
+
+
+
+def test_an_ordinary_users_sandbox_limits_the_tasks_of_its_own_user_namespace():
+    """Without a uid of its own (an ordinary user), RLIMIT_NPROC set inside the sandbox counts this sandbox's
+    tasks, threads included, and not the other processes of the grader's uid. Run as root, the sandbox is
+    started as an ordinary uid (RLIMIT_NPROC never binds a process that is root on the host)."""
+    spawn = ("import threading, time\nn = 0\ntry:\n    for _ in range(60):\n"
+             "        threading.Thread(target=time.sleep, args=(2,), daemon=True).start()\n        n += 1\n"
+             "except RuntimeError:\n    pass\nprint(n)")
+    uid = unused_uid() if os.geteuid() == 0 else os.getuid()
+    prefix = as_ordinary_user(uid, [*bwrap.python_dirs(), bwrap.sys.prefix]) if os.geteuid() == 0 else []
+    rundir = Path(tempfile.mkdtemp())
+    os.chown(rundir, uid, uid)
+    started = {}
+    try:
+        for tasks in (0, 16):
+            command, fds = bwrap.Sandbox(rundir=rundir, max_tasks=tasks).command(
+                [os.path.join(bwrap.sys.prefix, "bin", "python"), "-c", spawn])
+            try:
+                done = subprocess.run([*prefix, *command], pass_fds=fds, capture_output=True, text=True, timeout=60,
+                                      env={"PATH": "/usr/bin:/bin"})
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            if prefix and done.returncode != 0 and done.stderr.startswith("bwrap:"):
+                pytest.skip(f"an ordinary user cannot make the sandbox's namespaces here: {done.stderr.strip()}")
+            assert done.returncode == 0, done.stderr
+            started[tasks] = int(done.stdout)
+    finally:
+        os.rmdir(rundir)
+    assert started[0] == 60 and started[16] < 16, started
