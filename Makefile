@@ -34,7 +34,7 @@ help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.txt Makefile
-	$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] < (3, 10) and "Python 3.10+ is needed, found " + sys.version.split()[0])'
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11) and "Python 3.11+ is needed (the locked numpy needs it), found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# The lock, exactly: every package at the version it names, nothing resolved anew. It leaves out
