@@ -31,7 +31,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: help env upgrade torch browser scale lab check submit test test-all test-fast lint release reference autograde dist clean
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.txt Makefile
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11) and "Python 3.11+ is needed (the locked numpy needs it), found " + sys.version.split()[0])'
@@ -61,14 +61,7 @@ scale: $(STAMP)  ## install the optional grading-at-scale extra (Dask, psycopg; 
 	$(PY) -m pip install --quiet --no-deps -r requirements-scale.txt
 	$(PY) -m pip check
 
-lab: $(STAMP)  ## open the lessons in JupyterLab (as root too)
-	$(PY) -m grader lab
-
-check: $(STAMP)  ## students: which exercises pass their visible tests (LESSON=id for one)
-	$(PY) -m grader check $(LESSON)
-
-submit: $(STAMP)  ## students: write the file to hand in, to submissions/ (LESSON=id NAME=your_name)
-	$(PY) -m grader submit $(LESSON) --name "$(NAME)" --out "$(SUBMISSIONS)"
+include grader/student/commands.mk
 
 test: $(STAMP)  ## the everyday suite: lint, unit, every lesson and every grading stage once (about 4 min on 2 cores)
 	$(PY) -m ruff check .

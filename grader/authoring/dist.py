@@ -67,7 +67,8 @@ MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN
 
 # ---------------------------------------------------------------- what the distribution holds
 
-def _files(folder: Path) -> list[Path]:
+def files_in(folder: Path) -> list[Path]:
+    """Every file below `folder` that a distribution may ship (caches and checkpoints left out), sorted."""
     return sorted(p for p in folder.rglob("*") if p.is_file() and not IGNORED.search(p.as_posix()))
 
 
@@ -75,9 +76,10 @@ def copied_files() -> dict[str, Path]:
     """Distribution path -> course file, for every file shipped unchanged (lessons aside)."""
     files = {f"grader/{name}": GRADER / name for name in ("errors.py", "notebook.py", "safe_text.py")}
     files[LESSON_HELPERS.name] = LESSON_HELPERS
-    files |= {f"grader/student/{p.name}": p for p in sorted((GRADER / "student").glob("*.py"))}
-    files |= {f"grader/jupyter/{p.relative_to(JUPYTER_CONFIG).as_posix()}": p for p in _files(JUPYTER_CONFIG)}
-    template = {p.relative_to(TEMPLATE).as_posix(): p for p in _files(TEMPLATE) if p.name != "README.md"}
+    # the student code, and commands.mk: the student rules that both Makefiles include
+    files |= {f"grader/student/{p.name}": p for p in files_in(GRADER / "student")}
+    files |= {f"grader/jupyter/{p.relative_to(JUPYTER_CONFIG).as_posix()}": p for p in files_in(JUPYTER_CONFIG)}
+    template = {p.relative_to(TEMPLATE).as_posix(): p for p in files_in(TEMPLATE) if p.name != "README.md"}
     files |= {(".gitignore" if path == "gitignore" else path): p for path, p in template.items()}
     return dict(sorted(files.items()))
 

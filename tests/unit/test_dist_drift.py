@@ -23,7 +23,8 @@ GRADER = REPO / "grader"
 
 def test_every_file_of_code_is_a_course_file_byte_for_byte(distribution):
     copied = dist.copied_files()
-    course_student = {p.name for p in (GRADER / "student").glob("*.py")}
+    course_student = {p.name for p in dist.files_in(GRADER / "student")}
+    assert {"cli.py", "commands.mk"} <= course_student
     assert {Path(p).name for p in copied if p.startswith("grader/student/")} == course_student
     jupyter = {p.relative_to(REPO).as_posix() for p in (GRADER / "jupyter").rglob("*") if p.is_file()}
     assert jupyter and jupyter <= set(copied), "grader/jupyter/ must ship whole"
