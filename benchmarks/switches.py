@@ -1,0 +1,87 @@
+"""`python -m grader` with some of the grader's optimisations switched off, for the throughput benchmark.
+
+    .venv/bin/python -m benchmarks.switches <switch>[,<switch>...] autograde <lesson> ...
+
+Each switch replaces one optimisation by the plain behaviour it stands in for, in this process and
+the grading processes it forks, then runs the grader's command line as usual; `none` switches
+nothing off. benchmarks/autograde_throughput.py runs the same batch with and without each one
+(`--switches`) to price it. The grading code knows nothing of this module.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+
+def _no_warm_up() -> None:
+    """The supervisor makes nbgrader's API and primes each lesson in every process, not once before forking."""
+    from grader.grading import supervisor
+
+    supervisor.prime = lambda job: None
+    supervisor.prepare = lambda job: None
+
+
+def _no_shared_sql() -> None:
+    """Each of nbgrader's engines compiles its own SQL (the plugin stays registered, and does nothing)."""
+    from grader.grading import shared_sql
+
+    shared_sql.SharedCompiledSQL.engine_created = lambda self, engine: None
+
+
+def _no_prompt_client() -> None:
+    """The kernel client waits for ready as jupyter_client's does (0.2 s of silence on IOPub)."""
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    from grader.sandbox import client
+
+    client.PromptKernelClient.wait_for_ready = AsyncKernelClient.wait_for_ready
+
+
+def _no_feedback_cache() -> None:
+    """Every feedback page compiles its templates and renders every cell again."""
+    from grader.pipeline import safe_feedback_page
+
+    safe_feedback_page._Rendered.get = lambda self, key, render: render()
+    safe_feedback_page._MemoryBytecodeCache.load_bytecode = lambda self, bucket: None
+    safe_feedback_page.prime = lambda exporter, nb: None
+
+
+def _soup() -> None:
+    """The feedback page goes through HTMLExporter's own from_notebook_node (its BeautifulSoup pass)."""
+    from nbconvert.exporters import HTMLExporter
+
+    from grader.pipeline import safe_feedback_page
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        resources = dict(resources or {})
+        resources["nbgrader_exercises"] = safe_feedback_page.exercises(nb)
+        resources.setdefault("nbgrader", {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0})
+        output, resources = HTMLExporter.from_notebook_node(self, nb, resources, **kw)
+        return safe_feedback_page.harden(output, max_bytes=self.max_bytes,
+                                         scores=safe_feedback_page._scores(resources)), resources
+
+    safe_feedback_page.SafeFeedbackExporter.from_notebook_node = from_notebook_node
+
+
+SWITCHES: dict[str, Callable[[], None]] = {
+    "warm_up": _no_warm_up,
+    "shared_sql": _no_shared_sql,
+    "prompt_client": _no_prompt_client,
+    "feedback_cache": _no_feedback_cache,
+    "soup": _soup,
+}
+
+
+def main(argv: list[str]) -> None:
+    names, *command = argv
+    for name in filter(None, names.split(",")):
+        if name != "none":
+            SWITCHES[name]()
+    from grader.__main__ import main as grader
+
+    grader(command)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
