@@ -22,22 +22,6 @@ def _no_warm_up() -> None:
     supervisor.prepare = lambda job: None
 
 
-def _no_shared_sql() -> None:
-    """Each of nbgrader's engines compiles its own SQL (the plugin stays registered, and does nothing)."""
-    from grader.grading import shared_sql
-
-    shared_sql.SharedCompiledSQL.engine_created = lambda self, engine: None
-
-
-def _no_prompt_client() -> None:
-    """The kernel client waits for ready as jupyter_client's does (0.2 s of silence on IOPub)."""
-    from jupyter_client.asynchronous import AsyncKernelClient
-
-    from grader.sandbox import client
-
-    client.PromptKernelClient.wait_for_ready = AsyncKernelClient.wait_for_ready
-
-
 def _no_feedback_cache() -> None:
     """Every feedback page compiles its templates and renders every cell again."""
     from grader.pipeline import safe_feedback_page
@@ -66,8 +50,6 @@ def _soup() -> None:
 
 SWITCHES: dict[str, Callable[[], None]] = {
     "warm_up": _no_warm_up,
-    "shared_sql": _no_shared_sql,
-    "prompt_client": _no_prompt_client,
     "feedback_cache": _no_feedback_cache,
     "soup": _soup,
 }

@@ -23,7 +23,6 @@ from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import notebook
 from grader.course import GRADEBOOK, REPO, SOLUTIONS, Layout, nbgrader_config, reference_notebook
-from grader.grading import shared_sql
 from grader.grading.roster import enrol
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -89,6 +88,20 @@ class Course:
                               capture_output=True, timeout=timeout)
 
 
+# In a test run, each sandboxed kernel that grading starts writes one line to the file the root
+# conftest.py names in GRADED_KERNELS, through nbclient's public `on_notebook_start` hook.
+GRADED_KERNELS = "COURSE_TEST_GRADED_KERNELS"
+COUNT_SANDBOXED_KERNELS = f"""
+import os as _os
+def _count_sandboxed_kernel(notebook, **_):
+    if not notebook.metadata.get("graded_without_sandbox"):  # an unconfined one counts itself (IPython startup)
+        with open(_os.environ[{GRADED_KERNELS!r}], "a") as log:
+            log.write("1\\n")
+if _os.environ.get({GRADED_KERNELS!r}):
+    c.GuardedExecute.on_notebook_start = _count_sandboxed_kernel
+"""
+
+
 def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None = None,
                 db_url: str | None = None, course_id: str = "") -> Course:
     """A course in `root` whose state is its own, with `lessons` (default: all) released into it.
@@ -97,7 +110,7 @@ def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None
     (a PostgreSQL database, say, which needs a `course_id`); releasing creates it there.
     """
     root.mkdir(parents=True, exist_ok=True)
-    db_url = db_url or f"sqlite:///{root / GRADEBOOK}?timeout=60&plugin={shared_sql.NAME}"
+    db_url = db_url or f"sqlite:///{root / GRADEBOOK}?timeout=60"
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
         f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
@@ -106,6 +119,7 @@ def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None
         f"c.CourseDirectory.db_url = {db_url!r}\n"
         f"c.Execute.timeout = {cell_timeout}\n"
         + (f"c.CourseDirectory.course_id = {course_id!r}\n" if course_id else "")
+        + COUNT_SANDBOXED_KERNELS
     )
     subprocess.run([sys.executable, "-m", "grader", "release", *(lessons or []), "--course", str(root)],
                    check=True, capture_output=True, text=True)

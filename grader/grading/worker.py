@@ -31,7 +31,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
 from grader.course import Layout, nbgrader_api, nbgrader_config
-from grader.grading import phases, triage
+from grader.grading import triage
 from grader.grading.triage import Flag
 
 
@@ -137,10 +137,8 @@ def _grade(job: Job) -> Result:
         if not result["success"]:
             paths.remove_outputs()
             return Result(job.student, "failed", flags=flags, reason=triage.failure_reason(result))
-        feedback_cpu = time.process_time()
         if not api.generate_feedback(job.lesson, job.student, force=True)["success"]:
             flags.append(Flag("feedback-failed"))
-        phases.record(feedback=time.process_time() - feedback_cpu)
         scores = _scores(coursedir, job, release)
         if scores is None:
             return Result(job.student, "failed", flags=flags, reason="graded, but missing from the gradebook")

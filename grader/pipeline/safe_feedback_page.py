@@ -13,7 +13,7 @@ A grading process writes many pages from the same lesson, so it does the same wo
 templates are compiled once per process (a shared Jinja bytecode cache), and a code or markdown
 cell that an earlier page already rendered (the release's own cells, mostly) is not highlighted
 or rendered again. The images' alternative text and the cells' `tabindex`, which HTMLExporter adds
-by parsing the whole page with BeautifulSoup (half of the page's cost), are added by `accessible`.
+by parsing the whole page with BeautifulSoup, are added by `accessible` without it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from jinja2 import BytecodeCache, pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
-from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from traitlets import Integer, default, validate
 
 from grader.pipeline.clean_feedback import CleanFeedbackCells, clean_html, math
@@ -82,23 +81,18 @@ class SafeFeedbackExporter(HTMLExporter):
         return [TEMPLATES, *(path for path in proposal["value"] if path != TEMPLATES)]
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        # HTMLExporter.from_notebook_node without its BeautifulSoup pass: the same filters, then `accessible`.
+        """The page: TemplateExporter's rendering with the cached highlighter and templates, then
+        `accessible` (HTMLExporter's own BeautifulSoup pass, skipped) and `harden`."""
         info = nb.metadata.get("language_info", {})
         lexer = info.get("pygments_lexer", info.get("name", None))
         self.register_filter("highlight_code", self.filters.get("highlight_code", _highlighter(lexer, self)))
-        resources = self._init_resources(resources)
+        self.environment.bytecode_cache = _TEMPLATES  # the templates compiled once per process
+        resources = dict(resources or {})
         resources["nbgrader_exercises"] = exercises(nb)
         resources.setdefault("nbgrader", {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0})
-        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
-                                                                       parent=self, resources=resources))
         output, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
         page = harden(accessible(output), max_bytes=self.max_bytes, scores=_scores(resources))
         return page, resources
-
-    def _create_environment(self):
-        environment = super()._create_environment()
-        environment.bytecode_cache = _TEMPLATES
-        return environment
 
     @pass_context
     def markdown2html(self, context, source):

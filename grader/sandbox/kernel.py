@@ -18,7 +18,7 @@
   (`file_size_limit`), no core files, and, with a uid of its own, the number of processes;
 - stdin, stdout and stderr on /dev/null: nothing it writes reaches the grader's terminal or log;
 - clients whose sockets refuse any message over `max_message_bytes` before it is parsed
-  (grader.sandbox.client); a kernel that sends one is killed (`killed_for` says why).
+  (grader.sandbox.capped_client); a kernel that sends one is killed (`killed_for` says why).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Integer, Type, Unicode
 
 from grader.sandbox.bwrap import Sandbox, own_uids_possible
+from grader.sandbox.capped_client import CappedKernelClient
 from grader.sandbox.cgroup import CgroupUnavailable, KernelCgroup
-from grader.sandbox.client import PromptKernelClient
 
 WATCH_INTERVAL = 0.1  # seconds between two looks at the kernel
 INTERRUPT_GRACE = 5.0  # seconds a cell over its CPU limit has to stop after the interrupt before the kernel is killed
@@ -127,7 +127,7 @@ class SandboxProvisioner(LocalProvisioner):
     async def send_signal(self, signum: int) -> None:
         if signum in (signal.SIGKILL, signal.SIGTERM):  # bwrap does not pass these on: end the whole tree
             self.parent.kill_tree()
-            # and wait (a few ms) until it is gone: jupyter_client would otherwise look again in 0.1 s.
+            # and wait until it is gone: jupyter_client would otherwise look again only after its poll interval.
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=1)
             return
@@ -155,7 +155,7 @@ class SandboxedKernelManager(AsyncKernelManager):
                                  "beside the notebook's own (the lessons' helper module).")
     killed_for = Unicode("", help="Set when the kernel was killed for a limit: what it exceeded.")
     isolation = Unicode("", help="Set at start: the kernel's cgroup, or why it has none and only the watchdog.")
-    client_factory = Type(PromptKernelClient, klass=PromptKernelClient)  # ready without 0.2 s of silence
+    client_factory = Type(CappedKernelClient, klass=CappedKernelClient)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -165,7 +165,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.cgroup: KernelCgroup | None = None
         self._watchdog: asyncio.Task | None = None
         self._root_pid: int | None = None
-        self._client: PromptKernelClient | None = None
+        self._client: CappedKernelClient | None = None
         self._cell: tuple[float, float] | None = None  # (CPU seconds at the cell's start, its CPU limit)
         self._interrupted_at: float | None = None
         self.cell_over_cpu = False  # the last cell went over its CPU limit and was interrupted
@@ -207,7 +207,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.kernel_spec.interrupt_mode = "message"
         await super().start_kernel(**kw)
 
-    def client(self, **kwargs) -> PromptKernelClient:
+    def client(self, **kwargs) -> CappedKernelClient:
         """A client whose sockets refuse messages over max_message_bytes; the watchdog watches it."""
         kwargs.setdefault("max_message_bytes", self.max_message_bytes)
         self._client = super().client(**kwargs)
