@@ -11,6 +11,7 @@ here, never from each other.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import subprocess
 import sys
@@ -88,18 +89,23 @@ class Course:
                               capture_output=True, timeout=timeout)
 
 
-# In a test run, each sandboxed kernel that grading starts writes one line to the file the root
-# conftest.py names in GRADED_KERNELS, through nbclient's public `on_notebook_start` hook.
+# In a test run (the root conftest.py names a file in GRADED_KERNELS), each sandboxed kernel that
+# grading starts writes one line there through nbclient's public `on_notebook_start` hook.
 GRADED_KERNELS = "COURSE_TEST_GRADED_KERNELS"
 COUNT_SANDBOXED_KERNELS = f"""
 import os as _os
-def _count_sandboxed_kernel(notebook, **_):
-    if not notebook.metadata.get("graded_without_sandbox"):  # an unconfined one counts itself (IPython startup)
-        with open(_os.environ[{GRADED_KERNELS!r}], "a") as log:
-            log.write("1\\n")
 if _os.environ.get({GRADED_KERNELS!r}):
-    c.GuardedExecute.on_notebook_start = _count_sandboxed_kernel
+    from tests.support import count_sandboxed_kernel as _count
+    c.GuardedExecute.on_notebook_start = _count
 """
+
+
+def count_sandboxed_kernel(notebook, **_) -> None:
+    """nbclient's `on_notebook_start` hook: one line in the GRADED_KERNELS file per sandboxed kernel
+    (an unconfined one is counted by the IPython startup file of the root conftest.py)."""
+    if os.environ.get(GRADED_KERNELS) and not notebook.metadata.get("graded_without_sandbox"):  # UNSAFE
+        with open(os.environ[GRADED_KERNELS], "a") as log:
+            log.write("1\n")
 
 
 def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None = None,

@@ -131,7 +131,7 @@ def exercises(nb) -> dict[str, str]:
 def prime(exporter: SafeFeedbackExporter, nb) -> None:
     """Render a page of `nb` (a lesson's release) into this process's caches, and discard it.
 
-    The local supervisor forks one process per submission: what the caches hold at the fork, the
+    The local supervisor forks its grading processes after this: what the caches hold at the fork, the
     compiled templates and the release's own cells, every submission's page then reuses.
     """
     nb = copy.deepcopy(nb)  # its answer and test cells stay marked: those are the ones highlighted

@@ -13,12 +13,14 @@ from nbformat.v4 import new_code_cell, new_notebook
 from grader.course import REPO
 from grader.pipeline.guarded_execute import KERNEL_DIED, NOT_RUN, OUTPUT_CAPPED, UNSAFE, GuardedExecute
 from grader.sandbox import bwrap
+from tests.support import count_sandboxed_kernel
 
 
 def run(*sources: str, **settings) -> nbformat.NotebookNode:
     nb = new_notebook(cells=[new_code_cell(source) for source in sources])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", **settings})
+    execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", "on_notebook_start": count_sandboxed_kernel,
+                                **settings})
     nb, _ = execute.preprocess(nb, {"metadata": {"path": str(REPO)}})
     return nb
 
