@@ -14,21 +14,12 @@ import sys
 from collections.abc import Callable
 
 
-def _no_warm_up() -> None:
-    """The supervisor makes nbgrader's API and primes each lesson in every process, not once before forking."""
-    from grader.grading import supervisor
-
-    supervisor.prime = lambda job: None
-    supervisor.prepare = lambda job: None
-
-
 def _no_feedback_cache() -> None:
     """Every feedback page compiles its templates and renders every cell again."""
     from grader.pipeline import safe_feedback_page
 
     safe_feedback_page._Rendered.get = lambda self, key, render: render()
     safe_feedback_page._MemoryBytecodeCache.load_bytecode = lambda self, bucket: None
-    safe_feedback_page.prime = lambda exporter, nb: None
 
 
 def _soup() -> None:
@@ -49,7 +40,6 @@ def _soup() -> None:
 
 
 SWITCHES: dict[str, Callable[[], None]] = {
-    "warm_up": _no_warm_up,
     "feedback_cache": _no_feedback_cache,
     "soup": _soup,
 }

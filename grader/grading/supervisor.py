@@ -1,7 +1,7 @@
 """Run grading jobs on this machine so that no submission can cost more than its own grade.
 
 A pebble `ProcessPool` of `workers` grading processes, forked from this one (nbgrader already
-imported, the lessons primed), grades the jobs. Each process grades jobs one after another and is
+imported), grades the jobs. Each process grades jobs one after another and is
 replaced by a fresh one after `JOBS_PER_PROCESS` jobs. Each job has a wall-clock limit: a job that
 hangs past it is stopped with its process and its kernel (bwrap's `--die-with-parent`), and reported
 as failed; a process that dies costs only the job it was grading. The other jobs carry on, so a
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pebble import ProcessExpired, ProcessPool
 
-from grader.grading.worker import Job, Result, grade, prepare, prime
+from grader.grading.worker import Job, Result, grade
 
 # Jobs a process grades before a fresh one takes over: reusing a process saves what a freshly forked one
 # spends copying the pages it touches; retiring it bounds what its caches can hold.
@@ -55,13 +55,6 @@ def supervise(jobs: list[Job], *, workers: int, job_timeout: float, log: Path | 
     Returns one Result per job, in the order of `jobs`.
     """
     context = _context()
-    if jobs and context.get_start_method() == "fork":
-        prepare(jobs[0])  # nbgrader's API made once here, inherited by every forked process
-        for job in {(job.course, job.lesson): job for job in jobs}.values():
-            try:  # and each lesson's releases read and its feedback page rendered once here
-                prime(job)
-            except Exception as error:  # a cost, never a failure: each process then does it itself
-                print(f"lesson not primed: {job.lesson}: {type(error).__name__}: {error}", file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice by a fork
         stream.flush()
     # This process's objects kept out of the jobs' garbage collections: a collection that walked them

@@ -18,7 +18,6 @@ by parsing the whole page with BeautifulSoup, are added by `accessible` without 
 
 from __future__ import annotations
 
-import copy
 import html
 import re
 from pathlib import Path
@@ -29,7 +28,7 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from traitlets import Integer, default, validate
 
-from grader.pipeline.clean_feedback import CleanFeedbackCells, clean_html, math
+from grader.pipeline.clean_feedback import clean_html, math
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
        "form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
@@ -126,22 +125,6 @@ def exercises(nb) -> dict[str, str]:
         elif info.get("grade"):
             names[grade_id] = current or grade_id
     return names
-
-
-def prime(exporter: SafeFeedbackExporter, nb) -> None:
-    """Render a page of `nb` (a lesson's release) into this process's caches, and discard it.
-
-    The local supervisor forks its grading processes after this: what the caches hold at the fork, the
-    compiled templates and the release's own cells, every submission's page then reuses.
-    """
-    nb = copy.deepcopy(nb)  # its answer and test cells stay marked: those are the ones highlighted
-    for cell in nb.cells:
-        info = cell.metadata.get("nbgrader")
-        if isinstance(info, dict) and info.get("grade"):
-            info.setdefault("score", 0)  # as nbgrader's GetGrades puts it; the caches do not depend on it
-            info.setdefault("points", 0)
-    nb, _ = CleanFeedbackCells(parent=exporter).preprocess(nb, {})  # the cells as the feedback steps leave them
-    exporter.from_notebook_node(nb, {"nbgrader": {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0}})
 
 
 def accessible(page: str) -> str:

@@ -193,15 +193,15 @@ def test_a_feedback_page_renders_a_changed_cell_anew():
     assert first != second and first.replace("y = 1", "y = 2") == second
 
 
-def test_a_primed_process_renders_the_lessons_own_cells_from_its_caches(monkeypatch):
+def test_a_process_renders_a_cell_it_has_rendered_before_from_its_cache(monkeypatch):
     import uuid
 
     from nbconvert.filters.highlight import Highlight2HTML
 
-    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, prime
+    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter
 
     lesson = _page_notebook(f"lesson_cell = {uuid.uuid4().int}")  # a cell no other test has rendered
-    prime(SafeFeedbackExporter(), lesson)
+    SafeFeedbackExporter().from_notebook_node(lesson)  # an earlier submission's page in this process
     highlighted = []
     real = Highlight2HTML.__call__
     monkeypatch.setattr(Highlight2HTML, "__call__", lambda self, source, *a, **k: highlighted.append(source)
@@ -233,11 +233,3 @@ def test_a_students_hidden_test_marker_hides_nothing_and_costs_them_no_feedback(
         ClearHiddenTests().preprocess(nbformat.from_dict(nb), {})
     cleared, _ = OnlyTestCells().preprocess(nb, {})
     assert cleared.cells[1].source == student and cleared.cells[2].source == "assert f() == 1"
-
-
-def test_a_lessons_release_primes_the_page_caches():
-    """The release as the supervisor primes it: graded test cells with no score yet."""
-    from grader.course import student_notebook
-    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, prime
-
-    prime(SafeFeedbackExporter(), nbformat.read(student_notebook("03-parallel-heads"), as_version=4))
