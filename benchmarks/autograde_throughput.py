@@ -29,7 +29,7 @@ is printed before and after. The machine's own speed drifts too, within minutes:
 everything twice, the second time in reverse order, and takes the ratios of the summed times, so
 that a steady drift cancels.
 
-`--switches feedback_cache,soup` prices the grader's optimisations instead: it grades the batch
+`--switches soup` prices the grader's optimisations instead: it grades the batch
 with all of them on, then with each one off in turn (benchmarks/switches.py), `--rounds` times,
 every other round in reverse order, and prints each one's share of the grading CPU per submission.
 An optimisation is kept only if it saves at least 10% of that.

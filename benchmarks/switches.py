@@ -14,14 +14,6 @@ import sys
 from collections.abc import Callable
 
 
-def _no_feedback_cache() -> None:
-    """Every feedback page compiles its templates and renders every cell again."""
-    from grader.pipeline import safe_feedback_page
-
-    safe_feedback_page._Rendered.get = lambda self, key, render: render()
-    safe_feedback_page._MemoryBytecodeCache.load_bytecode = lambda self, bucket: None
-
-
 def _soup() -> None:
     """The feedback page goes through HTMLExporter's own from_notebook_node (its BeautifulSoup pass)."""
     from nbconvert.exporters import HTMLExporter
@@ -40,7 +32,6 @@ def _soup() -> None:
 
 
 SWITCHES: dict[str, Callable[[], None]] = {
-    "feedback_cache": _no_feedback_cache,
     "soup": _soup,
 }
 
