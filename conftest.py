@@ -17,7 +17,8 @@
 - Kernel starts are counted, per tier, and the run ends with one line that says how many: every
   kernel that IPython starts runs a startup file of the session's own IPYTHONDIR, which notes the
   test it started in (PYTEST_CURRENT_TEST); each graded, sandboxed kernel (whose environment is the
-  sandbox's, not the session's) is one line of the grading phases file (grader.grading.phases).
+  sandbox's, not the session's) writes one line through the hook that tests.support.make_course
+  configures.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pytest
 
 from grader.course import REPO, SOLUTIONS, lesson_ids
 from grader.extras import EXTRAS, LESSON_EXTRAS
-from grader.grading.phases import PHASES
+from tests.support import GRADED_KERNELS
 
 TIERS = {"unit": "unit", "integration": "kernel", "e2e": "browser"}
 # Why a test is in `make test-all` only: marker -> what it does that `make test` already covers once.
@@ -79,7 +80,7 @@ def _count_kernels(folder: Path) -> None:
         f"with open({str(folder / _KERNELS)!r}, 'a') as log:\n"
         "    log.write(os.environ.get('PYTEST_CURRENT_TEST', '') + '\\n')\n")
     os.environ["IPYTHONDIR"] = str(folder / "ipython")
-    os.environ.setdefault(PHASES, str(folder / "graded.jsonl"))
+    os.environ.setdefault(GRADED_KERNELS, str(folder / "graded.log"))
     _counted.append(folder)
 
 
@@ -122,7 +123,7 @@ def _kernel_line() -> str:
     for test in log.read_text().splitlines() if log.is_file() else []:
         parts = Path(test.split("::")[0]).parts
         tiers[TIERS.get(parts[1], "kernel") if parts[:1] == ("tests",) and len(parts) > 1 else "kernel"] += 1
-    graded = folder / "graded.jsonl"
+    graded = folder / "graded.log"
     sandboxed = len(graded.read_text().splitlines()) if graded.is_file() else 0
     tiers["kernel"] += sandboxed
     counts = ", ".join(f"{tier} {tiers[tier]}" for tier in TIERS.values())

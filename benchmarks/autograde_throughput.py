@@ -18,9 +18,9 @@ Then, in the same run, it grades them with
   figure settings), with nothing else: no kernel start, no nbgrader, no feedback;
 
 checks that the gradebooks hold identical scores for every test cell of every submission, and
-prints submissions per minute, CPU seconds per submission (the machine's busy time during the
-run: nbgrader, workers, kernels, and anything else running), that CPU split into kernel start, cells,
-nbgrader's bookkeeping and feedback (grader.grading.phases), and the ratios, stock
+prints submissions per minute, CPU seconds per submission (read from a cpuacct cgroup made for
+each command, which its kernels' cgroups nest under: nbgrader, workers and kernels, nothing else;
+where none can be made, the machine's busy time during the run), and the ratios, stock
 cold over the floor among them: the bound on ours over stock, since no grader beats the floor. Every run
 uses the course's nbgrader configuration (every kernel cold, in its sandbox), so they grade exactly
 alike. Timings include each command's start-up. Last, the latency of `python -m grader check
@@ -28,11 +28,17 @@ alike. Timings include each command's start-up. Last, the latency of `python -m 
 is printed before and after. The machine's own speed drifts too, within minutes: `--rounds 2` runs
 everything twice, the second time in reverse order, and takes the ratios of the summed times, so
 that a steady drift cancels.
+
+`--switches soup` prices the grader's optimisations instead: it grades the batch
+with all of them on, then with each one off in turn (benchmarks/switches.py), `--rounds` times,
+every other round in reverse order, and prints each one's share of the grading CPU per submission.
+An optimisation is kept only if it saves at least 10% of that.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -48,33 +54,47 @@ from nbgrader.api import Gradebook
 
 from benchmarks.batch import add_batch_arguments, busy_cpu, load, submit
 from grader.course import REPO, nbgrader_config, select_lessons
-from grader.grading.phases import PHASES
 from tests.support import Course, make_course
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1's CPU accounting, where mounted
 
-def timed(command: list[str], cwd: Path, phases: Path | None = None) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds the machine was busy meanwhile, the command's stdout)."""
+
+def _cpu_cgroup() -> Path | None:
+    """A new cpuacct cgroup under this process's own, or None where none can be made."""
+    own = next((line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+                if "cpuacct" in line.split(":", 2)[1].split(",")), None)
+    if own is None or not CPUACCT.is_dir():
+        return None
+    folder = CPUACCT / own.lstrip("/") / f"benchmark-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        folder.mkdir()
+    except OSError:
+        return None
+    return folder
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the command and every process it started, its stdout).
+
+    The command runs in a cpuacct cgroup of its own (its kernels' cgroups nest under it); where
+    none can be made, the CPU is the machine's busy time meanwhile, other work included."""
+    group = _cpu_cgroup()
+
+    def join() -> None:
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+
     before, start = busy_cpu(), time.monotonic()
-    env = {**os.environ, **({PHASES: str(phases)} if phases else {})}
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
-    seconds, cpu = time.monotonic() - start, busy_cpu() - before
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, preexec_fn=join if group else None)
+    seconds = time.monotonic() - start
+    if group is not None:
+        cpu = int((group / "cpuacct.usage").read_text()) / 1e9
+        with contextlib.suppress(OSError):
+            group.rmdir()
+    else:
+        cpu = busy_cpu() - before
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command[2:4])} exited with {done.returncode}:\n{done.stderr[-3000:]}")
     return seconds, cpu, done.stdout
-
-
-def split(phases: Path, cpu: float, feedback: float | None = None) -> dict[str, float]:
-    """CPU seconds per phase, from the lines grader.grading.phases wrote; the rest is bookkeeping."""
-    total: dict[str, float] = {"kernel_start": 0.0, "cells": 0.0, "feedback": 0.0}
-    for line in phases.read_text().splitlines() if phases.is_file() else []:
-        for phase, seconds in json.loads(line).items():
-            total[phase] = total.get(phase, 0.0) + seconds
-    if feedback is not None:  # a command of its own
-        total["feedback"] = feedback
-        total["bookkeeping"] = cpu - total["kernel_start"] - total["cells"]
-    else:
-        total["bookkeeping"] = cpu - total["kernel_start"] - total["cells"] - total["feedback"]
-    return total
 
 
 def run_cells(paths: list[str], env: dict[str, str], arguments: list[str], timeout: int) -> tuple[float, float]:
@@ -142,35 +162,25 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
         workers = workers or cores
         print(f"{lesson}: {len(students)} submissions, {cores} cores, {workers} workers, "
               f"load average {load()} (1/5/15 min)")
-        print(f"{'':<38}{'wall s':>7} {'subs/min':>8} {'CPU s/sub':>9} | CPU s/sub: {'start':>6} {'cells':>6} "
-              f"{'nbgrader':>8} {'feedback':>8}")
+        print(f"{'':<38}{'wall s':>7} {'subs/min':>8} {'CPU s/sub':>9}")
 
-        def report(label: str, seconds: float, cpu: float, parts: dict[str, float] | None = None) -> None:
-            line = f"{label:<38}{seconds:7.1f} {60 * count / seconds:8.1f} {cpu / count:9.2f}"
-            if parts:
-                line += (f" | {'':>10} {parts['kernel_start'] / count:6.2f} {parts['cells'] / count:6.2f} "
-                         f"{parts['bookkeeping'] / count:8.2f} {parts['feedback'] / count:8.2f}")
-            print(line + f"   (load {load()})", flush=True)
+        def report(label: str, seconds: float, cpu: float) -> None:
+            print(f"{label:<38}{seconds:7.1f} {60 * count / seconds:8.1f} {cpu / count:9.2f}   (load {load()})",
+                  flush=True)
 
         nbgrader = [sys.executable, "-m", "nbgrader"]
 
         def stock(name: str, extra: list[str], label: str) -> float:
-            course, phases = courses[name], root / f"{name}-phases.jsonl"
-            phases.unlink(missing_ok=True)
-            seconds, cpu, _ = timed([*nbgrader, "autograde", lesson, "--create", "--force", *extra], course.root,
-                                    phases)
+            course = courses[name]
+            seconds, cpu, _ = timed([*nbgrader, "autograde", lesson, "--create", "--force", *extra], course.root)
             feedback_s, feedback_cpu, _ = timed([*nbgrader, "generate_feedback", lesson, "--force"], course.root)
-            report(f"{label} (+ feedback {feedback_s:.0f} s)", seconds, cpu + feedback_cpu,
-                   split(phases, cpu, feedback=feedback_cpu))
+            report(f"{label} (+ feedback {feedback_s:.0f} s)", seconds, cpu + feedback_cpu)
             return seconds
 
         def ours(name: str, extra: list[str], label: str) -> float:
-            phases = root / f"{name}-phases.jsonl"
-            phases.unlink(missing_ok=True)
             seconds, cpu, _ = timed([sys.executable, "-m", "grader", "autograde", lesson, "--course",
-                                     str(courses[name].root), "--force", "--workers", str(workers), *extra],
-                                    REPO, phases)
-            report(label, seconds, cpu, split(phases, cpu))
+                                     str(courses[name].root), "--force", "--workers", str(workers), *extra], REPO)
+            report(label, seconds, cpu)
             return seconds
 
         def cells_alone() -> float:
@@ -218,6 +228,34 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
         return ratio
 
 
+def price_switches(*, lesson: str, count: int, workers: int | None, timeout: int, exclude: set[str],
+                   switches: list[str], rounds: int) -> dict[str, float]:
+    """Grade one batch with every optimisation on, then with each of `switches` off, `rounds` times
+    (every other round in reverse order); return each switch's saving: 1 - CPU on / CPU off."""
+    [lesson] = select_lessons([lesson])
+    with tempfile.TemporaryDirectory(prefix="autograde-switches-") as scratch:
+        course = make_course(Path(scratch) / "course", cell_timeout=timeout)
+        students = submit([course], lesson, count, exclude)
+        workers = workers or os.cpu_count()
+        print(f"{lesson}: {len(students)} submissions, {workers} workers, load average {load()} (1/5/15 min)")
+        configurations = ["none", *switches]
+        cpu: dict[str, float] = dict.fromkeys(configurations, 0.0)
+        for round_ in range(rounds):
+            for name in configurations if round_ % 2 == 0 else reversed(configurations):
+                seconds, used, _ = timed([sys.executable, "-m", "benchmarks.switches", name, "autograde", lesson,
+                                          "--course", str(course.root), "--force", "--workers", str(workers)], REPO)
+                cpu[name] += used
+                print(f"round {round_ + 1}, {'all on' if name == 'none' else name + ' off':<20} {seconds:7.1f} s wall "
+                      f"{used / len(students):6.2f} CPU s/sub   (load {load()})", flush=True)
+        savings = {name: 1 - cpu["none"] / cpu[name] for name in switches}
+        print(f"over {rounds} rounds, CPU s per submission with all on: {cpu['none'] / rounds / len(students):.2f}")
+        for name, saving in savings.items():
+            print(f"  {name:<16} off: {cpu[name] / rounds / len(students):.2f} CPU s/sub; "
+                  f"on saves {100 * saving:5.1f}% "
+                  f"(on / off {cpu['none'] / cpu[name]:.3f})" + ("" if saving >= 0.10 else "   under 10%"))
+        return savings
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_batch_arguments(parser, count=60)
@@ -225,6 +263,12 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every configuration this many times, every other round in reverse order, "
                              "and take the ratios of the summed times (default: 1)")
+    parser.add_argument("--switches", help="comma-separated optimisations to price (benchmarks/switches.py) "
+                                           "instead of the comparison with stock nbgrader")
     args = parser.parse_args()
+    if args.switches:
+        price_switches(lesson=args.lesson, count=args.submissions, workers=args.workers, timeout=args.timeout,
+                       exclude=set(args.exclude), switches=args.switches.split(","), rounds=args.rounds)
+        raise SystemExit(0)
     main(lesson=args.lesson, count=args.submissions, workers=args.workers, timeout=args.timeout,
          exclude=set(args.exclude), keep=args.keep, rounds=args.rounds)

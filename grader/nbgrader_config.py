@@ -7,7 +7,6 @@ writes lives in grader/state/ (grader/layout.py). What each command runs is in g
 
 from grader import pipeline
 from grader.course import REPO
-from grader.grading import shared_sql
 from grader.layout import GRADEBOOK, STATE_FOLDERS
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
@@ -19,10 +18,8 @@ c.CourseDirectory.release_directory = "lessons"
 c.CourseDirectory.submitted_directory = STATE_FOLDERS["submitted"]
 c.CourseDirectory.autograded_directory = STATE_FOLDERS["autograded"]
 c.CourseDirectory.feedback_directory = STATE_FOLDERS["feedback"]
-# timeout= lets parallel graders wait for SQLite's write lock instead of failing with "database is locked";
-# the plugin lets nbgrader's many engines per submission share their compiled SQL (grader/grading/shared_sql.py).
-shared_sql.register()
-c.CourseDirectory.db_url = f"sqlite:///{REPO / GRADEBOOK}?timeout=60&plugin={shared_sql.NAME}"
+# timeout= lets parallel graders wait for SQLite's write lock instead of failing with "database is locked".
+c.CourseDirectory.db_url = f"sqlite:///{REPO / GRADEBOOK}?timeout=60"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 
 # ---- the pipelines
@@ -60,7 +57,7 @@ c.GuardedExecute.notebook_timeout = 600  # seconds of all of a submission's cell
 c.GuardedExecute.output_bytes_per_cell = 2 * 1024**2  # bytes of output kept per cell, as it arrives
 c.GuardedExecute.output_bytes_per_notebook = 16 * 1024**2  # and per notebook
 # One BLAS thread per kernel: parallel graders already use every core, and spinning BLAS threads
-# competing for them made the same notebook 2-4x slower.
+# competing for them slow every notebook down.
 c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 # Grading shortcuts. Each kernel is told it is being graded (NBGRADER_EXECUTION=autograde): through
 # lesson_helpers.py a lesson runs its demonstrations smaller and may draw its figures without their layout

@@ -11,6 +11,7 @@ here, never from each other.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import subprocess
 import sys
@@ -23,7 +24,6 @@ from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import notebook
 from grader.course import REPO, SOLUTIONS, nbgrader_config, reference_notebook
-from grader.grading import shared_sql
 from grader.grading.roster import enrol
 from grader.layout import GRADEBOOK, Layout
 
@@ -90,6 +90,25 @@ class Course:
                               capture_output=True, timeout=timeout)
 
 
+# In a test run (the root conftest.py names a file in GRADED_KERNELS), each sandboxed kernel that
+# grading starts writes one line there through nbclient's public `on_notebook_start` hook.
+GRADED_KERNELS = "COURSE_TEST_GRADED_KERNELS"
+COUNT_SANDBOXED_KERNELS = f"""
+import os as _os
+if _os.environ.get({GRADED_KERNELS!r}):
+    from tests.support import count_sandboxed_kernel as _count
+    c.GuardedExecute.on_notebook_start = _count
+"""
+
+
+def count_sandboxed_kernel(notebook, **_) -> None:
+    """nbclient's `on_notebook_start` hook: one line in the GRADED_KERNELS file per sandboxed kernel
+    (an unconfined one is counted by the IPython startup file of the root conftest.py)."""
+    if os.environ.get(GRADED_KERNELS) and not notebook.metadata.get("graded_without_sandbox"):  # UNSAFE
+        with open(os.environ[GRADED_KERNELS], "a") as log:
+            log.write("1\n")
+
+
 def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None = None,
                 db_url: str | None = None, course_id: str = "") -> Course:
     """A course in `root` whose state is its own, with `lessons` (default: all) released into it.
@@ -98,7 +117,7 @@ def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None
     (a PostgreSQL database, say, which needs a `course_id`); releasing creates it there.
     """
     root.mkdir(parents=True, exist_ok=True)
-    db_url = db_url or f"sqlite:///{root / GRADEBOOK}?timeout=60&plugin={shared_sql.NAME}"
+    db_url = db_url or f"sqlite:///{root / GRADEBOOK}?timeout=60"
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
         f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
@@ -107,6 +126,7 @@ def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None
         f"c.CourseDirectory.db_url = {db_url!r}\n"
         f"c.Execute.timeout = {cell_timeout}\n"
         + (f"c.CourseDirectory.course_id = {course_id!r}\n" if course_id else "")
+        + COUNT_SANDBOXED_KERNELS
     )
     subprocess.run([sys.executable, "-m", "grader", "release", *(lessons or []), "--course", str(root)],
                    check=True, capture_output=True, text=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -13,6 +12,7 @@ from typing import TextIO
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+from tqdm import tqdm
 
 from grader.grading.collect import Skipped
 from grader.grading.jobs import Result
@@ -28,40 +28,26 @@ def points_text(result: Result, points: dict[str, float]) -> str:
 
 
 class Progress:
-    """A bar with counts and the time left on a terminal; one plain line per submission otherwise
+    """A tqdm bar with counts and the time left on a terminal; one plain line per submission otherwise
     (CI logs, files)."""
 
     def __init__(self, total: int, points: dict[str, float], stream: TextIO = sys.stderr, label: str = ""):
-        self.total, self.points, self.stream, self.label = total, points, stream, label
-        self.done, self.start = 0, time.monotonic()
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-        if self.tty:
-            self._draw()
+        self.total, self.points, self.stream = total, points, stream
+        self.done = 0
+        tty = hasattr(stream, "isatty") and stream.isatty()
+        self.bar = tqdm(total=total, desc=label, file=stream, dynamic_ncols=True) if tty else None
 
     def update(self, result: Result) -> None:
         self.done += 1
-        if self.tty:
-            self._draw()
+        if self.bar is not None:
+            self.bar.update(1)
         else:
             print(f"[{self.done}/{self.total}] {for_terminal(result.student)}: {points_text(result, self.points)} "
                   f"({result.seconds:.1f} s)", file=self.stream, flush=True)
 
     def close(self) -> None:
-        if self.tty:
-            print(file=self.stream, flush=True)
-
-    def _draw(self) -> None:
-        elapsed = time.monotonic() - self.start
-        width = 30
-        filled = width * self.done // max(self.total, 1)
-        left = "--:--" if not self.done else _clock(elapsed * (self.total - self.done) / self.done)
-        print(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-              f"elapsed {_clock(elapsed)} left {left} ", end="", file=self.stream, flush=True)
-
-
-def _clock(seconds: float) -> str:
-    minutes, seconds = divmod(int(seconds), 60)
-    return f"{minutes}:{seconds:02d}"
+        if self.bar is not None:
+            self.bar.close()
 
 
 def write_csv(path: Path, results: Sequence[Result], points: dict[str, float],

@@ -8,10 +8,9 @@ its Result, so the batch carries on.
 `grade` and `Job` are plain picklable objects, so any `concurrent.futures.Executor` whose workers
 are processes can run them, such as a Dask `Client(...).get_executor()`; on this machine
 grader.grading.supervisor runs them in a few grading processes of its own, one job after another in
-each. Each process loads the course's nbgrader
-configuration on its first job and reuses it. nbgrader changes the process's working directory
-while it grades, so a process grades one submission at a time (a lock enforces it when an
-executor runs several threads per process).
+each. Each process loads the course's nbgrader configuration on its first job and reuses it.
+nbgrader changes the process's working directory while it grades, so a process grades one
+submission at a time (a lock enforces it when an executor runs several threads per process).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from nbgrader.coursedir import CourseDirectory
 from grader import notebook
 from grader.course import nbgrader_config
 from grader.gradebook import nbgrader_api
-from grader.grading import phases, triage
+from grader.grading import triage
 from grader.grading.jobs import Job, Result
 from grader.grading.triage import Flag
 from grader.layout import Layout
@@ -68,7 +67,6 @@ class Paths:
                 shutil.rmtree(path.parent)
 
 
-LESSON_KERNEL = "python3"  # the kernelspec of every lesson notebook (docs/lesson-style.md)
 _lock = threading.Lock()
 
 
@@ -105,10 +103,8 @@ def _grade(job: Job) -> Result:
         if not result["success"]:
             paths.remove_outputs()
             return Result(job.student, "failed", flags=flags, reason=triage.failure_reason(result))
-        feedback_cpu = time.process_time()
         if not api.generate_feedback(job.lesson, job.student, force=True)["success"]:
             flags.append(Flag("feedback-failed"))
-        phases.record(feedback=time.process_time() - feedback_cpu)
         scores = _scores(coursedir, job, release)
         if scores is None:
             return Result(job.student, "failed", flags=flags, reason="graded, but missing from the gradebook")
@@ -149,46 +145,6 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
     config.GuardedExecute.sandbox = sandbox
     api = nbgrader_api(config)
     return api, api.coursedir
-
-
-def prime(job: Job) -> None:
-    """Read `job`'s lesson, import what grading it imports and render its feedback page once in this
-    process, before the local supervisor forks its jobs from it: each job then starts with them read,
-    imported, compiled and highlighted."""
-    from nbgrader.converters import GenerateFeedback
-    from traitlets.config import Config
-
-    from grader.pipeline import safe_feedback_page
-
-    api, _ = prepare(job)
-    _import_pipelines(api.config, job.lesson)
-    paths = Paths.of(Layout.of(api.config), job.lesson, job.student)
-    release = _read(paths.release, paths.release.stat().st_mtime)
-    _other_lessons(paths.release.parent.parent, job.lesson)
-    app = GenerateFeedback(coursedir=api.coursedir, parent=api)
-    app.update_config(Config({"HTMLExporter": {"template_name": "feedback"}}))  # as NbGraderAPI.generate_feedback
-    if issubclass(app.exporter_class, safe_feedback_page.SafeFeedbackExporter):
-        safe_feedback_page.prime(app.exporter_class(parent=app, config=app.config), release)
-
-
-def _import_pipelines(config, lesson: str) -> None:
-    """Import the steps of the autograde and feedback pipelines, the lesson's trusted spec, numpy's
-    random module (loaded on first use) and the kernelspec nbclient looks up, as grading would."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from nbgrader.converters import Autograde, GenerateFeedback
-    from traitlets.utils.importstring import import_item
-
-    from grader.pipeline.guarded_execute import GuardedExecute
-    from grader.trusted.spec import load_spec, seeded
-
-    autograde, feedback = Autograde(config=config), GenerateFeedback(config=config)
-    for step in [*autograde.sanitize_preprocessors, *autograde.autograde_preprocessors, *feedback.preprocessors]:
-        if isinstance(step, str):
-            import_item(step)
-    load_spec(lesson)
-    seeded(0, lesson)
-    # Execute's own default is no name: nbclient then runs the notebook's kernelspec, every lesson's `python3`.
-    KernelSpecManager().get_kernel_spec(GuardedExecute(config=config).kernel_name or LESSON_KERNEL)
 
 
 @cache

@@ -16,7 +16,11 @@
   notebook (kept as received, so a huge output never sits in the grader's memory);
 - time per cell (`timeout`) counts the CPU time of the kernel's cgroup, so a busy machine does not
   cost an honest cell its points; wall time stops a cell only at `wall_timeout_factor` times that
-  (a cell that sleeps or waits). Without a cgroup, `timeout` is wall time, as in nbgrader;
+  (a cell that sleeps or waits). Without a cgroup, `timeout` is wall time, as in nbgrader. A cell
+  over its limit is interrupted through the kernel manager's `interrupt_kernel()`, gets a
+  `CellTimeoutError` output, and is killed with its kernel if it still runs
+  `KernelLimits.interrupt_grace` seconds later (the CPU time by the kernel manager's watchdog,
+  the wall time by a watch here; nbclient's own `timeout` is off meanwhile);
 - a kernel that dies, or ignores the interrupt after a time-out, ends the notebook, not the
   submission: the cell that was running gets an error output and every later code cell is marked
   as not run. nbgrader then scores the test cells that ran before and gives 0 to the others;
@@ -31,6 +35,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import time
@@ -42,7 +48,6 @@ from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Instance, Integer, List, Unicode, default
 
-from grader.grading import phases
 from grader.sandbox.bwrap import probe
 from grader.sandbox.kernel import SandboxedKernelManager
 from grader.sandbox.limits import KernelLimits
@@ -103,7 +108,7 @@ class GuardedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self.limits  # noqa: B018 (read now, not first in the forked child of an unconfined kernel)
         self._stopped, self._started = "", time.monotonic()
-        self._setup_cpu, self._ready_cpu = time.process_time(), None
+        self._wall_limit, self._wall_hit = None, False
         self._bytes: dict[int, int] = {}
         self._notebook_bytes = 0
         self._capped: set[int] = set()
@@ -167,25 +172,9 @@ class GuardedExecute(Execute):
         if host_user:
             self.nb.metadata[GRADER_UID] = host_user
             self.log.warning("kernel without a host uid of its own: %s", host_user)
-        if phases.enabled():  # the kernel is ready: what starting it cost
-            self._ready_cpu = time.process_time(), phases.tree_cpu(self._kernel_pid())
-            self._phases = {"kernel_start": self._ready_cpu[0] - self._setup_cpu + self._ready_cpu[1]}
         return client
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
-
-    async def _async_cleanup_kernel(self) -> None:
-        if phases.enabled() and getattr(self, "_ready_cpu", None) and self.km is not None:
-            grader, kernel = self._ready_cpu
-            kernel_cells = max(0.0, phases.tree_cpu(self._kernel_pid()) - kernel)  # 0 once the kernel died
-            phases.record(**self._phases, cells=time.process_time() - grader + kernel_cells)
-            self._ready_cpu = None
-        await super()._async_cleanup_kernel()
-
-    _cleanup_kernel = run_sync(_async_cleanup_kernel)
-
-    def _kernel_pid(self) -> int | None:
-        return getattr(self.km, "_root_pid", None) or getattr(getattr(self.km, "provisioner", None), "pid", None)
 
     def _limit_unconfined(self) -> None:
         import resource
@@ -210,12 +199,17 @@ class GuardedExecute(Execute):
             return cell, self.resources
         configured = self.timeout
         counted = isinstance(self.km, SandboxedKernelManager) and self.km.start_cell(configured or 0)
-        if counted:  # the limit is CPU time; wall time only a backstop
-            self.timeout = configured * self.wall_timeout_factor
+        # Counted, the limit is CPU time and wall time only a backstop; either way async_execute_cell
+        # watches the wall time, in place of nbclient's own timeout.
+        self._wall_limit = configured * self.wall_timeout_factor if counted and configured else configured
+        self._wall_hit, self.timeout = False, None
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
             if counted and self.km.cell_over_cpu:
                 cell.outputs.append(_error(CPU_TIMEOUT, f"the cell used more than {configured} s of CPU time "
+                                                        "and was interrupted"))
+            elif self._wall_hit:
+                cell.outputs.append(_error(CPU_TIMEOUT, f"the cell ran for more than {self._wall_limit} s "
                                                         "and was interrupted"))
             return cell, resources
         except DeadKernelError:
@@ -236,28 +230,39 @@ class GuardedExecute(Execute):
             if used is not None:
                 self.cell_cpu[index] = used
 
-    async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None):
-        """Interrupt a timed-out cell; a kernel that does not stop within KernelLimits.interrupt_grace is killed."""
-        reply = await super()._async_handle_timeout(timeout, cell)
-        assert self.kc is not None
-        deadline = time.monotonic() + self.limits.interrupt_grace
-        while time.monotonic() < deadline:
-            try:
-                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=0.5))
-            except Exception:  # queue.Empty, or the kernel went away
-                continue
-            if msg.get("msg_type") == "execute_reply":
-                return reply
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+        """nbclient's async_execute_cell, with the cell's wall-clock limit watched beside it."""
+        watch = asyncio.ensure_future(self._watch_wall_time(self._wall_limit)) if self._wall_limit else None
+        try:
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        finally:
+            if watch is not None:
+                watch.cancel()
+
+    # nbclient binds the synchronous wrapper to its own coroutine: rebind it to the one above.
+    execute_cell = run_sync(async_execute_cell)
+
+    async def _watch_wall_time(self, limit: float) -> None:
+        """At `limit` seconds, interrupt the cell; KernelLimits.interrupt_grace seconds later, stop the kernel (nbclient
+        then finds it dead and the cell ends with DeadKernelError)."""
+        await asyncio.sleep(limit)
+        self._wall_hit = True
+        self.log.error("cell over its time limit (%s s): interrupting the kernel", limit)
+        with contextlib.suppress(Exception):  # a kernel that cannot take it is stopped after the grace
+            await ensure_async(self.km.interrupt_kernel())
+        await asyncio.sleep(self.limits.interrupt_grace)
         self._stopped = "a cell ignored the interrupt after its time limit, and the kernel was stopped"
-        self._stop_kernel()
-        raise DeadKernelError(self._stopped)
+        await self._async_stop_kernel()
 
     def _stop_kernel(self) -> None:
+        run_sync(self._async_stop_kernel)()
+
+    async def _async_stop_kernel(self) -> None:
         kill = getattr(self.km, "kill_tree", None)
         if kill is not None:
             kill()
         elif self.km is not None and self.km.has_kernel:
-            run_sync(self.km.shutdown_kernel)(now=True)
+            await ensure_async(self.km.shutdown_kernel(now=True))
 
     def output(self, outs, msg, display_id, cell_index):
         """Keep an output only while the cell and the notebook are under their byte limits."""

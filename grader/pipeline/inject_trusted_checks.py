@@ -12,7 +12,7 @@ from traitlets import Integer
 
 from grader import notebook
 from grader.trusted import wire
-from grader.trusted.run import HARNESS, RESOURCE, Prepared, Run
+from grader.trusted.prepared_checks import HARNESS, RESOURCE, Prepared, Run
 from grader.trusted.spec import Case, SpecError, load_spec, seeded
 
 

@@ -9,28 +9,24 @@ equations turned into MathML. The page carries a strict Content-Security-Policy 
 no script, no request, no form, even if some markup got through. A page over `max_bytes` is
 replaced by a short one that says so and lists the scores.
 
-A grading process writes many pages from the same lesson, so it does the same work once: the
-templates are compiled once per process (a shared Jinja bytecode cache), and a code or markdown
-cell that an earlier page already rendered (the release's own cells, mostly) is not highlighted
-or rendered again. The images' alternative text and the cells' `tabindex`, which HTMLExporter adds
-by parsing the whole page with BeautifulSoup (half of the page's cost), are added by `accessible`.
+The images' alternative text and the cells' `tabindex`, which HTMLExporter adds by parsing the
+whole page with BeautifulSoup, are added by `accessible` without it; code is highlighted with
+Pygments' spans for keywords, strings and comments only.
 """
 
 from __future__ import annotations
 
-import copy
 import html
 import re
 from pathlib import Path
 
-from jinja2 import BytecodeCache, pass_context
+from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
-from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from traitlets import Integer, default, validate
 
-from grader.pipeline.clean_feedback import CleanFeedbackCells, clean_html, math
+from grader.pipeline.clean_feedback import clean_html, math
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
        "form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
@@ -44,7 +40,6 @@ FOCUSABLE = re.compile(r'\sclass="(?:[^"]*\s)?(?:jp-Cell-inputWrapper|jp-OutputA
 # Pygments' spans for names, punctuation, operators, whitespace and numbers: most of a page's bytes, and
 # dropped; the page's own stylesheet colours keywords, strings and comments only.
 PLAIN_TOKENS = re.compile(r'<span class="(?:n|p|o|w|mi|mf)">([^<]*)</span>')
-CACHED_SOURCE = 64 * 1024  # characters: a longer cell is rendered every time, not kept
 
 
 class _MathRenderer(IPythonRenderer):
@@ -82,35 +77,20 @@ class SafeFeedbackExporter(HTMLExporter):
         return [TEMPLATES, *(path for path in proposal["value"] if path != TEMPLATES)]
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        # HTMLExporter.from_notebook_node without its BeautifulSoup pass: the same filters, then `accessible`.
+        """The page: TemplateExporter's rendering with the lean highlighter, then `accessible`
+        (HTMLExporter's own BeautifulSoup pass, skipped) and `harden`."""
         info = nb.metadata.get("language_info", {})
         lexer = info.get("pygments_lexer", info.get("name", None))
         self.register_filter("highlight_code", self.filters.get("highlight_code", _highlighter(lexer, self)))
-        resources = self._init_resources(resources)
+        resources = dict(resources or {})
         resources["nbgrader_exercises"] = exercises(nb)
         resources.setdefault("nbgrader", {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0})
-        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
-                                                                       parent=self, resources=resources))
         output, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
         page = harden(accessible(output), max_bytes=self.max_bytes, scores=_scores(resources))
         return page, resources
 
-    def _create_environment(self):
-        environment = super()._create_environment()
-        environment.bytecode_cache = _TEMPLATES
-        return environment
-
     @pass_context
     def markdown2html(self, context, source):
-        cell = context.get("cell", {})
-        if cell.get("attachments") or len(source) > CACHED_SOURCE:
-            return self._markdown(context, source)
-        # The notebook's folder matters only to embedded images; it differs for every student.
-        path = context.get("resources", {}).get("metadata", {}).get("path", "") if self.embed_images else ""
-        return _markdown.get((source, path, self.embed_images, self.anchor_link_text, self.exclude_anchor_links),
-                             lambda: self._markdown(context, source))
-
-    def _markdown(self, context, source: str) -> str:
         """HTMLExporter.markdown2html with equations as MathML, then sanitised."""
         cell = context.get("cell", {})
         renderer = _MathRenderer(escape=False, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
@@ -132,22 +112,6 @@ def exercises(nb) -> dict[str, str]:
         elif info.get("grade"):
             names[grade_id] = current or grade_id
     return names
-
-
-def prime(exporter: SafeFeedbackExporter, nb) -> None:
-    """Render a page of `nb` (a lesson's release) into this process's caches, and discard it.
-
-    The local supervisor forks one process per submission: what the caches hold at the fork, the
-    compiled templates and the release's own cells, every submission's page then reuses.
-    """
-    nb = copy.deepcopy(nb)  # its answer and test cells stay marked: those are the ones highlighted
-    for cell in nb.cells:
-        info = cell.metadata.get("nbgrader")
-        if isinstance(info, dict) and info.get("grade"):
-            info.setdefault("score", 0)  # as nbgrader's GetGrades puts it; the caches do not depend on it
-            info.setdefault("points", 0)
-    nb, _ = CleanFeedbackCells(parent=exporter).preprocess(nb, {})  # the cells as the feedback steps leave them
-    exporter.from_notebook_node(nb, {"nbgrader": {"notebook": "", "score": 0, "max_score": 0, "late_penalty": 0}})
 
 
 def accessible(page: str) -> str:
@@ -187,55 +151,11 @@ def _scores(resources: dict) -> str:
     return f"<p>Score: {html.escape(str(grades.get('score')))} / {html.escape(str(grades.get('max_score')))}</p>"
 
 
-class _MemoryBytecodeCache(BytecodeCache):
-    """Compiled templates, kept for this process (Jinja still checks each template's source)."""
-
-    def __init__(self):
-        self._compiled: dict[str, bytes] = {}
-
-    def load_bytecode(self, bucket):
-        if bucket.key in self._compiled:
-            bucket.bytecode_from_string(self._compiled[bucket.key])
-
-    def dump_bytecode(self, bucket):
-        self._compiled[bucket.key] = bucket.bytecode_to_string()
-
-
-class _Rendered:
-    """Rendered cells by source and settings, up to `budget` characters; the oldest go first."""
-
-    def __init__(self, budget: int = 16 * 1024**2):
-        self._items: dict[tuple, str] = {}
-        self._budget, self._used = budget, 0
-
-    def get(self, key: tuple, render) -> str:
-        if key in self._items:
-            return self._items[key]
-        rendered = self._items[key] = render()
-        self._used += len(key[0]) + len(rendered)
-        while self._used > self._budget and self._items:  # may drop this one too, if it alone is over
-            old = next(iter(self._items))
-            self._used -= len(old[0]) + len(self._items.pop(old))
-        return rendered
-
-
-_TEMPLATES = _MemoryBytecodeCache()
-_markdown, _code = _Rendered(), _Rendered()
-
-
 def _highlighter(lexer: str | None, exporter: HTMLExporter):
-    """nbconvert's Highlight2HTML for `lexer`, remembering the cells it has highlighted in this process."""
+    """nbconvert's Highlight2HTML for `lexer`, without the spans of PLAIN_TOKENS."""
     highlight = Highlight2HTML(pygments_lexer=lexer, parent=exporter)
-    options = repr(sorted(highlight.extra_formatter_options.items()))
-
-    def lean(source, language, metadata):
-        return PLAIN_TOKENS.sub(r"\1", highlight(source, language, metadata))
 
     def highlight_code(source, language=None, metadata=None):
-        if len(source) > CACHED_SOURCE:
-            return lean(source, language, metadata)
-        magics = (metadata or {}).get("magics_language")
-        return _code.get((source, language, repr(magics), highlight.pygments_lexer, options),
-                         lambda: lean(source, language, metadata))
+        return PLAIN_TOKENS.sub(r"\1", highlight(source, language, metadata))
 
     return highlight_code

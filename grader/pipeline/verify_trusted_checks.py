@@ -10,7 +10,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from grader import notebook
 from grader.trusted import wire
-from grader.trusted.run import FAILURE, RESOURCE, Prepared, Run
+from grader.trusted.prepared_checks import FAILURE, RESOURCE, Prepared, Run
 from grader.trusted.spec import SpecError
 
 

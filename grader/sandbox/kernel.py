@@ -23,7 +23,7 @@
   then says that the kernel is the grader's own uid on the host;
 - stdin, stdout and stderr on /dev/null: nothing it writes reaches the grader's terminal or log;
 - clients whose sockets refuse any message over `max_message_bytes` before it is parsed
-  (grader.sandbox.client); a kernel that sends one is killed (`killed_for` says why).
+  (grader.sandbox.capped_client); a kernel that sends one is killed (`killed_for` says why).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Instance, Tuple, Type, Unicode, default
 
 from grader.sandbox.bwrap import SANDBOX_UID, Sandbox, own_uids_possible, user_task_limit_possible
+from grader.sandbox.capped_client import CappedKernelClient
 from grader.sandbox.cgroup import CgroupUnavailable, KernelCgroup
-from grader.sandbox.client import PromptKernelClient
 from grader.sandbox.limits import KernelLimits
 
 RUN_FOLDER = "grader-kernel-"
@@ -145,7 +145,7 @@ class SandboxProvisioner(LocalProvisioner):
     async def send_signal(self, signum: int) -> None:
         if signum in (signal.SIGKILL, signal.SIGTERM):  # bwrap does not pass these on: end the whole tree
             self.parent.kill_tree()
-            # and wait (a few ms) until it is gone: jupyter_client would otherwise look again in 0.1 s.
+            # and wait until it is gone: jupyter_client would otherwise look again only after its poll interval.
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=1)
             return
@@ -172,7 +172,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     isolation = Unicode("", help="Set at start: the kernel's cgroup, or why it has none and only the watchdog.")
     host_user = Unicode("", help="Set at start where the kernel has no host uid of its own: which uid it is "
                                  "on the host instead, and why.")
-    client_factory = Type(PromptKernelClient, klass=PromptKernelClient)  # ready without 0.2 s of silence
+    client_factory = Type(CappedKernelClient, klass=CappedKernelClient)
 
     @default("limits")
     def _configured_limits(self) -> KernelLimits:
@@ -186,7 +186,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.cgroup: KernelCgroup | None = None
         self._watchdog: asyncio.Task | None = None
         self._root_pid: int | None = None
-        self._client: PromptKernelClient | None = None
+        self._client: CappedKernelClient | None = None
         self._cell: tuple[float, float] | None = None  # (CPU seconds at the cell's start, its CPU limit)
         self._interrupted_at: float | None = None
         self.cell_over_cpu = False  # the last cell went over its CPU limit and was interrupted
@@ -238,7 +238,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.kernel_spec.interrupt_mode = "message"
         await super().start_kernel(**kw)
 
-    def client(self, **kwargs) -> PromptKernelClient:
+    def client(self, **kwargs) -> CappedKernelClient:
         """A client whose sockets refuse messages over max_message_bytes; the watchdog watches it."""
         kwargs.setdefault("max_message_bytes", self.limits.max_message_bytes)
         self._client = super().client(**kwargs)

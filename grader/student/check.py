@@ -117,8 +117,13 @@ class _NotebookRunner(Validator):
     """nbgrader's Validator, asked only to run a notebook: its preprocessors, its environment."""
 
     def run(self, nb: NotebookNode, directory: Path) -> NotebookNode:
-        with utils.chdir(str(directory)), _kernel_pythonpath():
-            return self.as_graded(self._preprocess(nb))
+        """Run `nb` through each of the Validator's preprocessors in turn, as `nbgrader validate` does."""
+        resources: dict = {}
+        with (utils.chdir(str(directory)), _kernel_pythonpath(),
+              utils.setenv(NBGRADER_VALIDATING="1", NBGRADER_EXECUTION="validate")):
+            for preprocessor in self.preprocessors:
+                nb, resources = preprocessor(parent=self).preprocess(nb, resources)
+        return self.as_graded(nb)
 
     def as_graded(self, nb: NotebookNode) -> NotebookNode:
         """Drop the stderr output that grading ignores before scoring (the course's `IgnorePattern`)."""

@@ -25,7 +25,6 @@ import tomllib
 
 from grader import notebook
 from grader.course import REPO, reference_notebook
-from grader.grading import shared_sql
 from grader.layout import GRADEBOOK
 from tests.support import FIXTURES, Variant, build
 
@@ -73,7 +72,7 @@ def day(tmp_path_factory):
         f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.root = {str(root)!r}\n"
         f"c.CourseDirectory.source_directory = {str(source)!r}\n"
-        f"c.CourseDirectory.db_url = {f'sqlite:///{root / GRADEBOOK}?timeout=60&plugin={shared_sql.NAME}'!r}\n"
+        f"c.CourseDirectory.db_url = {f'sqlite:///{root / GRADEBOOK}?timeout=60'!r}\n"
         "c.Execute.timeout = 30\n"
         f"c.LatePolicy.deadlines = {{{LESSON!r}: {DEADLINE!r}}}\n"
         f"c.LatePolicy.extensions = {{{LESSON!r}: {{'grace': 48}}}}\n"

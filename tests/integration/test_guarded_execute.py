@@ -15,6 +15,7 @@ from grader.course import REPO
 from grader.pipeline.guarded_execute import KERNEL_DIED, NOT_RUN, OUTPUT_CAPPED, UNSAFE, GuardedExecute
 from grader.sandbox import bwrap
 from grader.sandbox.limits import KernelLimits
+from tests.support import count_sandboxed_kernel
 
 
 def run(*sources: str, **settings) -> nbformat.NotebookNode:
@@ -22,8 +23,8 @@ def run(*sources: str, **settings) -> nbformat.NotebookNode:
     nb = new_notebook(cells=[new_code_cell(source) for source in sources])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     limits = {name: settings.pop(name) for name in list(settings) if KernelLimits.class_traits(config=True).get(name)}
-    execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", **settings},
-                             config=Config({"KernelLimits": limits}))
+    execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", "on_notebook_start": count_sandboxed_kernel,
+                                **settings}, config=Config({"KernelLimits": limits}))
     nb, _ = execute.preprocess(nb, {"metadata": {"path": str(REPO)}})
     return nb
 

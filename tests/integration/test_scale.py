@@ -30,7 +30,6 @@ import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
 from grader.extras import EXTRAS
-from grader.grading import shared_sql
 from grader.grading.autograde import main as autograde
 from tests.support import Course, build, expected_scores, make_course, variants
 
@@ -132,7 +131,7 @@ class PostgresServer:
     user: str  # the database superuser
 
     def url(self, database: str) -> str:
-        return f"postgresql+psycopg://{self.user}@/{database}?host={self.folder}&plugin={shared_sql.NAME}"
+        return f"postgresql+psycopg://{self.user}@/{database}?host={self.folder}"
 
 
 def _as_server_user() -> list[str]:

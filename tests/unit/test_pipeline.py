@@ -170,7 +170,7 @@ def test_a_feedback_page_is_nbconverts_own_page_made_cheaper():
     class Stock(HTMLExporter):  # nbconvert's own exporter, with the course's template and markdown
         @pass_context
         def markdown2html(self, context, source):
-            return SafeFeedbackExporter._markdown(self, context, source)
+            return SafeFeedbackExporter.markdown2html(self, context, source)
 
     def normalised(page: str) -> str:
         return str(BeautifulSoup(page, features="html.parser"))
@@ -193,36 +193,6 @@ def test_a_feedback_page_renders_a_changed_cell_anew():
     assert first != second and first.replace("y = 1", "y = 2") == second
 
 
-def test_a_primed_process_renders_the_lessons_own_cells_from_its_caches(monkeypatch):
-    import uuid
-
-    from nbconvert.filters.highlight import Highlight2HTML
-
-    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, prime
-
-    lesson = _page_notebook(f"lesson_cell = {uuid.uuid4().int}")  # a cell no other test has rendered
-    prime(SafeFeedbackExporter(), lesson)
-    highlighted = []
-    real = Highlight2HTML.__call__
-    monkeypatch.setattr(Highlight2HTML, "__call__", lambda self, source, *a, **k: highlighted.append(source)
-                        or real(self, source, *a, **k))
-    SafeFeedbackExporter().from_notebook_node(lesson)
-    assert highlighted == []
-    answered = _page_notebook(f"answer = {uuid.uuid4().int}")
-    SafeFeedbackExporter().from_notebook_node(answered)
-    assert highlighted == [answered.cells[2].source]
-
-
-def test_rendered_cells_stay_within_their_budget_and_an_oversized_one_is_still_returned():
-    from grader.pipeline.safe_feedback_page import _Rendered
-
-    kept = _Rendered(budget=100)
-    for name in "abc":
-        assert kept.get((name,), lambda name=name: name * 40) == name * 40
-    assert [key[0] for key in kept._items] == ["b", "c"] and kept._used == 82  # the oldest went first
-    assert _Rendered(budget=10).get(("big",), lambda: "x" * 50) == "x" * 50
-
-
 @pytest.mark.parametrize("student", ["### BEGIN HIDDEN TESTS\nx = 1",
                                      "# ### BEGIN HIDDEN TESTS\n# ### END HIDDEN TESTS"])
 def test_a_students_hidden_test_marker_hides_nothing_and_costs_them_no_feedback(student):
@@ -233,11 +203,3 @@ def test_a_students_hidden_test_marker_hides_nothing_and_costs_them_no_feedback(
         ClearHiddenTests().preprocess(nbformat.from_dict(nb), {})
     cleared, _ = OnlyTestCells().preprocess(nb, {})
     assert cleared.cells[1].source == student and cleared.cells[2].source == "assert f() == 1"
-
-
-def test_a_lessons_release_primes_the_page_caches():
-    """The release as the supervisor primes it: graded test cells with no score yet."""
-    from grader.course import student_notebook
-    from grader.pipeline.safe_feedback_page import SafeFeedbackExporter, prime
-
-    prime(SafeFeedbackExporter(), nbformat.read(student_notebook("03-parallel-heads"), as_version=4))

@@ -19,23 +19,8 @@ from pathlib import Path
 import grader
 
 GRADER = Path(grader.__file__).parent
-# Private names still used, each with where and why; the list may only shrink.
-# Each waits for a public interface or a rewrite of its module (issue: a grader a maintainer can own).
-ALLOWED: dict[str, str] = {
-    "grader.pipeline.guarded_execute: GuardedExecute._async_handle_timeout":
-        "nbclient: interrupt a cell at its CPU-time limit; nbclient has no public timeout hook",
-    "grader.pipeline.guarded_execute: GuardedExecute._async_cleanup_kernel":
-        "nbclient: kill the sandboxed kernel and its cgroup when the notebook ends",
-    "grader.pipeline.safe_feedback_page: SafeFeedbackExporter._create_environment":
-        "nbconvert: the feedback page's own template folder",
-    "grader/pipeline/safe_feedback_page.py: _init_resources": "nbconvert: the exporter's resources",
-    "grader/pipeline/safe_feedback_page.py: _nb_metadata": "nbconvert: the notebook metadata the template reads",
-    "grader/grading/shared_sql.py: _dialect": "SQLAlchemy: one dialect shared by nbgrader's engines (a speed-up)",
-    "grader/sandbox/client.py: _async_is_alive": "jupyter_client: a kernel ready at its first message (a speed-up)",
-    "grader/sandbox/client.py: _async_recv_reply": "jupyter_client: as above",
-    "grader/sandbox/client.py: _handle_kernel_info_reply": "jupyter_client: as above",
-    "grader/student/check.py: _preprocess": "nbconvert: the self-check runs nbgrader's preprocessors in memory",
-}
+# Private names still used, each with where and why; the list may only shrink (it is empty: keep it so).
+ALLOWED: dict[str, str] = {}
 
 
 def private(name: str) -> bool:

@@ -25,7 +25,7 @@ from grader.course import REPO, lesson_ids, nbgrader_config, reference_notebook
 from grader.pipeline.inject_trusted_checks import InjectTrustedChecks
 from grader.pipeline.verify_trusted_checks import VerifyTrustedChecks
 from grader.trusted import HIDDEN_BLOCK, Check, SpecError, load_spec, spec_lessons, wire
-from grader.trusted.run import HARNESS, RESOURCE
+from grader.trusted.prepared_checks import HARNESS, RESOURCE
 
 
 def pytest_generate_tests(metafunc):

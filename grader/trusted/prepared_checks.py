@@ -1,4 +1,4 @@
-"""One grading run of a notebook's trusted checks, as the grading process keeps it while the kernel runs.
+"""The trusted checks of one grading run, as the grading process prepares and keeps them while the kernel runs.
 
 `grader.pipeline.inject_trusted_checks` fills a `Run` into nbconvert's resources under RESOURCE;
 `grader.pipeline.verify_trusted_checks` takes it out. The kernel never sees it.
