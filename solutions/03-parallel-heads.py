@@ -882,8 +882,6 @@ print("heads 0, 1 and 3 exactly unchanged:", bool(np.all(change[[0, 1, 3]] == 0)
 # %% nbgrader={"grade": true, "grade_id": "test_per_head_change", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 def check_per_head_change(concat_a, concat_b, h):
     """Visible check with a hint for the usual mistakes: concat_b moves head i's block by exactly i + 1."""
-    B, T, C = concat_a.shape
-    hs = C // h
     expected = np.arange(1.0, h + 1)  # (h,): the shift of each head's block, known by construction
     got = np.asarray(per_head_change(concat_a, concat_b, h))
     assert got.shape == (h,), (

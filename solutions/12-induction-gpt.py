@@ -601,7 +601,7 @@ check_targets = np.array([[3, 1, 3, 1], [0, 6, 2, 4], [2, 5, 2, 5]])  # (3, 4)
 errors = gradient_errors(check_params, check_tokens, check_targets, 2, gpt_backward)
 print(f"{sum(p.size for p in check_params.values())} entries in {len(check_params)} tensors")
 for name, error in errors.items():
-    print(f"d{name:8s} {check_params[name].shape!s:8s} largest error / largest entry below 1e-6: {error < 1e-6}")
+    print(f"d{name:13s} {check_params[name].shape!s:8s} largest error / largest entry below 1e-6: {error < 1e-6}")
 
 # %% nbgrader={"grade": true, "grade_id": "test_gpt_backward", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 def check_gpt_backward(params, tokens, targets, h):
@@ -1209,7 +1209,7 @@ def check_continuation(params, prompt, split, n_new, h):
     _, first_cache = generate(params, prompt[:split], 1, empty_cache(params, h))  # feeds prompt[:split] only
     kept = [(np.array(K, copy=True), np.array(V_, copy=True)) for K, V_ in first_cache]
     tokens, cache = generate(params, prompt[split:], n_new, first_cache)
-    assert all(np.array_equal(K, K0) and np.array_equal(V_, V0) for (K, V_), (K0, V0) in zip(first_cache, kept)), (
+    assert all(np.array_equal(K, K0) and np.array_equal(V_, V0) for (K, V_), (K0, V0) in zip(first_cache, kept, strict=True)), (
         "generate modified the cache it was given: return a new list with new arrays")
     assert np.array_equal(np.asarray(tokens), np.asarray(whole_tokens)), (
         f"continued from the cache of prompt[:{split}], generate gave {np.asarray(tokens)}, but the whole prompt gives "

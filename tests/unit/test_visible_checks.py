@@ -253,3 +253,23 @@ def test_the_search_finds_an_answer_planted_in_a_test_cell():
     planted = source + "\ndef _known_good(n):\n    return np.tril(np.ones((n, n), dtype=bool))\n"
     assert passes(check, cases, defined_functions(planted, {"np": np})["_known_good"])
 
+
+
+def test_the_search_follows_a_computation_spread_over_several_lines():
+    """An answer built step by step inside a check function is found, and so is a layer's output without its cache."""
+    spec = load_spec("06-causal-masks")
+    check = spec.checks["test_causal_mask"]
+    cases = list(check.cases(seeded(0, "test_causal_mask")))
+    planted = ("def check_causal_mask(T):\n"
+               "    rows = np.arange(T)\n"
+               "    later = rows[None, :]\n"
+               "    assert causal_mask(T).shape == (T, T)\n"
+               "    assert np.array_equal(causal_mask(T), later <= rows[:, None])\n")
+    found = sliced_answers(planted, ["T"], {"np": np})
+    assert not any(passes(check, cases, f) for f in expression_answers(planted, ["T"], {"np": np}).values()), (
+        "no single expression of T alone holds the answer")
+    assert passes(check, cases, found["later <= rows[:, None]"])
+    layer = load_spec("03-parallel-heads").checks["test_multi_head_attention_forward"]
+    layer_cases = list(layer.cases(seeded(0, "test_multi_head_attention_forward")))
+    assert passes(layer, layer_cases, lambda *args: layer.reference(*args)[0])
+    assert not passes(layer, layer_cases, lambda *args: layer.reference(*args)[1]["concat"])

@@ -210,7 +210,8 @@ def generate(params, prompt, n_new, cache):
         x = params["E"][token] + params["P"][position]  # (C,)
         for layer in range(layers):
             a = _layer_norm(x, params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])
-            q, k, v = (np.einsum("c,cia->ia", a, params[f"b{layer}.{n}"].reshape(width, h, hs)) for n in ("Wq", "Wk", "Wv"))
+            q, k, v = (np.einsum("c,cia->ia", a, params[f"b{layer}.{n}"].reshape(width, h, hs))  # (h, hs) each
+                       for n in ("Wq", "Wk", "Wv"))
             keys[layer] = np.concatenate([keys[layer], k[:, None]], axis=1)  # (h, t + 1, hs)
             values[layer] = np.concatenate([values[layer], v[:, None]], axis=1)
             scores = np.einsum("ia,ita->it", q, keys[layer]) / np.sqrt(hs)  # (h, t + 1)
