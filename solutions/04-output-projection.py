@@ -171,15 +171,15 @@ def check_head_contributions(concat, Wo, h):
     if got.shape == (h, B, T, C) and h != B:
         raise AssertionError(f"got shape (h, B, T, C) = {got.shape}: put the head axis second, (B, h, T, C)")
     assert got.shape == (B, h, T, C), f"expected shape (B, h, T, C) = {(B, h, T, C)}, got {got.shape}"
+    if not np.allclose(got.sum(axis=1), concat @ Wo):
+        from_columns = np.stack([concat[..., s] @ Wo[:, s].T for s in rows], axis=1)
+        if np.allclose(got, from_columns):
+            raise AssertionError("you took W_o^(i) from the COLUMNS of Wo: it is the ROWS i*hs:(i+1)*hs, the ones "
+                                 "that multiply head i's columns of the concat")
+        raise AssertionError("the h terms should add up to concat @ Wo")
     interleaved = np.stack([concat[..., i::h] @ Wo[i::h, :] for i in range(h)], axis=1)  # heads taken every h-th column
-    if h > 1 and hs > 1 and np.allclose(got, interleaved):
-        raise AssertionError("the heads are interleaved: head i's part of the concat is the consecutive columns "
-                             "i*hs:(i+1)*hs, so reshape C as (h, hs), not (hs, h)")
-    from_columns = np.stack([concat[..., s] @ Wo[:, s].T for s in rows], axis=1)
-    if np.allclose(got, from_columns) and not np.allclose(got.sum(axis=1), concat @ Wo):
-        raise AssertionError("you took W_o^(i) from the COLUMNS of Wo: it is the ROWS i*hs:(i+1)*hs, the ones that "
-                             "multiply head i's columns of the concat")
-    assert np.allclose(got.sum(axis=1), concat @ Wo), "the h terms should add up to concat @ Wo"
+    hint = ("the heads are interleaved: head i's part of the concat is the consecutive columns i*hs:(i+1)*hs, "
+            "so reshape C as (h, hs), not (hs, h)") if h > 1 and hs > 1 and np.allclose(got, interleaved) else None
     for j, s in enumerate(rows):  # term j may use only head j's columns of concat and rows of Wo
         silenced = concat.copy()
         silenced[..., s] = 0.0  # head j says nothing
@@ -188,10 +188,10 @@ def check_head_contributions(concat, Wo, h):
         for what, terms in (("columns of concat", head_contributions(silenced, Wo, h)),
                             ("rows of Wo", head_contributions(concat, changed, h))):
             others = [i for i in range(h) if i != j]
-            assert np.allclose(np.asarray(terms)[:, others], got[:, others]), (
+            assert np.allclose(np.asarray(terms)[:, others], got[:, others]), hint or (
                 f"changing head {j}'s {what} changed another head's term: term i may use only head i's "
                 "columns of concat and rows i*hs:(i+1)*hs of Wo")
-        assert np.allclose(np.asarray(head_contributions(silenced, Wo, h))[:, j], 0), (
+        assert np.allclose(np.asarray(head_contributions(silenced, Wo, h))[:, j], 0), hint or (
             f"with head {j}'s columns of concat set to 0, its term should be 0")
 
 
