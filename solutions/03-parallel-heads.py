@@ -219,8 +219,8 @@ def check_split_heads(x, h):
         raise AssertionError(f"got shape (B, T, h, hs) = {got.shape}: you reshaped but did not transpose; "
                              "move the head axis in front of T with .transpose(0, 2, 1, 3)")
     assert got.shape == (B, h, T, hs), f"expected shape (B, h, T, hs) = {(B, h, T, hs)}, got {got.shape}"
-    expected = np.stack([x[:, :, i * hs:(i + 1) * hs] for i in range(h)], axis=1)  # (B, h, T, hs), head by head
-    if np.array_equal(got, expected):
+    picks = np.random.default_rng(0).integers(0, [B, h, T, hs], size=(12, 4))  # a dozen entries (b, i, t, j)
+    if all(got[b, i, t, j] == x[b, t, i * hs + j] for b, i, t, j in picks):  # head i, feature j is column i*hs + j
         return
     if np.array_equal(got, x.reshape(B, h, T, hs)):
         raise AssertionError("the shape is right but the heads hold the wrong numbers: you reshaped straight "
@@ -232,6 +232,11 @@ def check_split_heads(x, h):
 
 
 check_split_heads(toy, h_toy)  # the (1, 3, 8) example of the figure
+# Worked by hand from the figure: entry 10*t + c, so head 1 holds columns 2, 3 and head 3 columns 6, 7.
+assert np.array_equal(split_heads(toy, h_toy)[0, 1], [[2, 3], [12, 13], [22, 23]]), (
+    "head 1 of the (1, 3, 8) example should hold columns 2 and 3 at every position: [[2, 3], [12, 13], [22, 23]]")
+assert np.array_equal(split_heads(toy, h_toy)[0, 3], [[6, 7], [16, 17], [26, 27]]), (
+    "head 3 of the (1, 3, 8) example should hold columns 6 and 7 at every position: [[6, 7], [16, 17], [26, 27]]")
 check_split_heads(X @ Wq, h)  # the lesson's queries, (2, 6, 64) into 4 heads
 check_split_heads(np.random.default_rng(1).standard_normal((3, 5, 12)), 1)  # one head: hs = C
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
@@ -531,11 +536,6 @@ _SPLIT_IN = np.arange(8.0).reshape(1, 2, 4)  # rows [0, 1, 2, 3] and [4, 5, 6, 7
 _SPLIT_OUT = np.array([[[[0.0, 1.0], [4.0, 5.0]], [[2.0, 3.0], [6.0, 7.0]]]])  # (1, 2, 2, 2): head 0, head 1
 
 
-def _softmax_rows(s, axis=-1):
-    e = np.exp(s - s.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
 class _SplitReached(Exception):
     pass
 
@@ -544,16 +544,19 @@ def _stop_at_the_split(x, h):
     raise _SplitReached
 
 
+def _split_heads_works():
+    try:
+        return np.array_equal(np.asarray(split_heads(_SPLIT_IN.copy(), 2)), _SPLIT_OUT)
+    except Exception:  # noqa: BLE001 (any failure of Exercise 1 means: skip, do not fail this cell)
+        return False
+
+
 def check_multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h):
-    """Visible check with a hint for the usual mistakes."""
+    """Visible check of the properties every layer output has, with a hint for the usual mistakes."""
     B, T, C = X.shape
     hs = C // h
     inputs = [a.copy() for a in (X, Wq, Wk, Wv, Wo)]
-    try:
-        split_ok = np.array_equal(np.asarray(split_heads(_SPLIT_IN.copy(), 2)), _SPLIT_OUT)
-    except Exception:  # noqa: BLE001 (any failure of Exercise 1 means: skip, do not fail this cell)
-        split_ok = False
-    if not split_ok:  # when graded, this exercise is checked with a correct split_heads in place of yours
+    if not _split_heads_works():  # when graded, this exercise is checked with a correct split_heads in place of yours
         students_split = globals().get("split_heads")
         globals()["split_heads"] = _stop_at_the_split
         try:
@@ -574,48 +577,69 @@ def check_multi_head_attention_forward(X, Wq, Wk, Wv, Wo, h):
         f"cache should be a dict with exactly the keys {sorted(keys)}, got "
         f"{sorted(cache) if isinstance(cache, dict) else type(cache).__name__}")
 
-    # An independent computation: head i from columns i*hs:(i+1)*hs of each projection (a loop, to check only).
-    blocks = [slice(i * hs, (i + 1) * hs) for i in range(h)]
-    Q, K, V = (np.stack([X @ W[:, s] for s in blocks], axis=1) for W in (Wq, Wk, Wv))  # (B, h, T, hs)
-    raw = np.einsum("bhqa,bhka->bhqk", Q, K)  # (B, h, T, T), before the scale
-    weights = _softmax_rows(raw / np.sqrt(hs))  # (B, h, T, T)
-    per_head = weights @ V  # (B, h, T, T) @ (B, h, T, hs) -> (B, h, T, hs)
-    concat = np.concatenate([per_head[:, i] for i in range(h)], axis=-1)  # (B, T, C)
-
-    for key, want in (("Q", Q), ("K", K), ("V", V)):
+    blocks = [slice(i * hs, (i + 1) * hs) for i in range(h)]  # head i's columns
+    for key, W in (("Q", Wq), ("K", Wk), ("V", Wv)):
         got = np.asarray(cache[key])
-        assert got.shape == want.shape, f'cache["{key}"] should be (B, h, T, hs) = {want.shape}, got {got.shape}'
-        if not np.allclose(got, want):
-            if np.allclose(got * np.sqrt(hs), want):
-                raise AssertionError(f'cache["{key}"] is scaled: store the projections before dividing by sqrt(hs)')
-            raise AssertionError(f'cache["{key}"] should be X @ W{key.lower()} split into heads '
-                                 "(head i = columns i*hs:(i+1)*hs)")
-    got = np.asarray(cache["weights"])
-    assert got.shape == weights.shape, f'cache["weights"] should be (B, h, T, T) = {weights.shape}, got {got.shape}'
-    if not np.allclose(got, weights):
-        if np.allclose(got, _softmax_rows(raw)):
-            raise AssertionError("the weights are unscaled: divide the scores by sqrt(hs), the head size")
-        if np.allclose(got, _softmax_rows(raw / np.sqrt(C))):
-            raise AssertionError("you scaled the scores by sqrt(C); each head's dot products have hs = C // h "
-                                 "terms, so divide by sqrt(hs)")
-        if np.allclose(got, _softmax_rows(raw / hs)):
-            raise AssertionError("you divided the scores by hs; divide by sqrt(hs)")
-        if np.allclose(got, _softmax_rows(raw / np.sqrt(hs), axis=-2)):
-            raise AssertionError("the softmax ran over the queries (columns sum to 1): normalise over the last axis")
-        raise AssertionError("weights should be softmax(Q_i K_i^T / sqrt(hs)) over the last axis, for every head")
-    got = np.asarray(cache["per_head"])
-    assert got.shape == per_head.shape and np.allclose(got, per_head), (
+        assert got.shape == (B, h, T, hs), f'cache["{key}"] should be (B, h, T, hs) = {(B, h, T, hs)}, got {got.shape}'
+        for i, s in enumerate(blocks):  # head i of the projection is X times columns i*hs:(i+1)*hs of W
+            if not np.allclose(got[:, i], X @ W[:, s]):
+                if np.allclose(got[:, i] * np.sqrt(hs), X @ W[:, s]):
+                    raise AssertionError(f'cache["{key}"] is scaled: store the projections before dividing by sqrt(hs)')
+                raise AssertionError(f'cache["{key}"] should be X @ W{key.lower()} split into heads '
+                                     "(head i = columns i*hs:(i+1)*hs)")
+    weights = np.asarray(cache["weights"])
+    assert weights.shape == (B, h, T, T), f'cache["weights"] should be (B, h, T, T) = {(B, h, T, T)}, got {weights.shape}'
+    assert np.all(weights >= 0) and np.allclose(weights.sum(axis=-1), 1), (
+        "every row of the weights should sum to 1: the softmax runs over the last axis, the keys")
+    per_head = np.asarray(cache["per_head"])
+    assert per_head.shape == (B, h, T, hs) and np.allclose(per_head, weights @ np.asarray(cache["V"])), (
         'cache["per_head"] should be weights @ V, shape (B, h, T, hs)')
-    got = np.asarray(cache["concat"])
-    assert got.shape == concat.shape, f'cache["concat"] should be (B, T, C) = {concat.shape}, got {got.shape}'
-    if not np.allclose(got, concat) and np.allclose(got, per_head.reshape(B, T, C)):
-        raise AssertionError("the concat is scrambled: transpose (B, h, T, hs) to (B, T, h, hs) before the reshape")
-    assert np.allclose(got, concat), 'cache["concat"]: columns i*hs:(i+1)*hs must be head i\'s output'
+    concat = np.asarray(cache["concat"])
+    assert concat.shape == (B, T, C), f'cache["concat"] should be (B, T, C) = {(B, T, C)}, got {concat.shape}'
+    if not all(np.allclose(concat[..., s], per_head[:, i]) for i, s in enumerate(blocks)):
+        if h > 1 and T > 1 and np.allclose(concat, per_head.reshape(B, T, C)):
+            raise AssertionError("the concat is scrambled: transpose (B, h, T, hs) to (B, T, h, hs) before the reshape")
+        raise AssertionError('cache["concat"]: columns i*hs:(i+1)*hs must be head i\'s output')
     out = np.asarray(out)
     assert out.shape == (B, T, C), f"out should be (B, T, C) = {(B, T, C)}, got {out.shape}"
     if np.allclose(out, concat) and not np.allclose(concat, concat @ Wo):
         raise AssertionError("out is the concat itself: multiply it by Wo")
     assert np.allclose(out, concat @ Wo), "out should be concat @ Wo"
+
+
+# Worked by hand: B = 1, T = 2, C = 8, h = 2 heads of hs = 4. Wq and Wk read column 0 only, so the one
+# nonzero score is query 0 . key 0 in head 0: 2 ln 3, scaled by sqrt(hs) = 2 to ln 3, and
+# softmax([ln 3, 0]) = [3/4, 1/4]. Every other row of scores is 0, so its weights are [1/2, 1/2].
+_X = np.array([[[1.0, 0, 0, 0, 2, 0, 0, 0], [0, 4, 0, 0, 0, 0, 6, 0]]])  # (1, 2, 8)
+_Wq = np.zeros((8, 8))
+_Wq[0, 0] = 2 * np.log(3)
+_Wk = np.zeros((8, 8))
+_Wk[0, 0] = 1.0
+_HAND_WEIGHTS = np.array([[[[0.75, 0.25], [0.5, 0.5]], [[0.5, 0.5], [0.5, 0.5]]]])  # (1, h, T, T)
+_HAND_CONCAT = np.array([[[0.75, 1, 0, 0, 1, 0, 3, 0], [0.5, 2, 0, 0, 1, 0, 3, 0]]])  # (1, T, C), with Wv = I
+_X_HEADS = np.array([[[[1.0, 0, 0, 0], [0, 4, 0, 0]], [[2.0, 0, 0, 0], [0, 0, 6, 0]]]])  # _X split into 2 heads
+try:  # the worked example needs your split_heads to split it right too; if not, fix Exercise 1 first
+    _split_ok = _split_heads_works() and np.array_equal(np.asarray(split_heads(_X.copy(), 2)), _X_HEADS)
+except Exception:  # noqa: BLE001 (any failure of Exercise 1 means: skip, do not fail this cell)
+    _split_ok = False
+if _split_ok:
+    check_multi_head_attention_forward(_X, _Wq, _Wk, np.eye(8), 2 * np.eye(8), 2)
+    _out, _cache = multi_head_attention_forward(_X, _Wq, _Wk, np.eye(8), 2 * np.eye(8), 2)
+    _w = np.asarray(_cache["weights"])
+    _wrong = _w.shape == (1, 2, 2, 2) and not np.allclose(_w, _HAND_WEIGHTS)
+    if _wrong and np.allclose(_w[0, 0, 0], [0.9, 0.1]):
+        raise AssertionError("the weights are unscaled (row 0 of head 0 is [0.9, 0.1], softmax([2 ln 3, 0])): "
+                             "divide the scores by sqrt(hs), the head size")
+    if _wrong and np.allclose(_w[0, 0, 0, 0], 3 ** 0.5 / (3 ** 0.5 + 1)):
+        raise AssertionError("you divided the scores by hs; divide by sqrt(hs)")
+    if _wrong and np.allclose(_w[0, 0, 0, 0], 3 ** (1 / 2 ** 0.5) / (3 ** (1 / 2 ** 0.5) + 1)):
+        raise AssertionError("you scaled the scores by sqrt(C); each head's dot products have hs = C // h "
+                             "terms, so divide by sqrt(hs)")
+    assert np.allclose(_w, _HAND_WEIGHTS), (
+        f"the worked example's weights should be {_HAND_WEIGHTS.tolist()}: softmax(Q_i K_i^T / sqrt(hs)) over the "
+        "keys, for every head")
+    assert np.allclose(_cache["concat"], _HAND_CONCAT), f"the worked example's concat should be {_HAND_CONCAT.tolist()}"
+    assert np.allclose(_out, 2 * _HAND_CONCAT), "with Wo = 2 I, out should be twice the concat"
 
 
 _rng = np.random.default_rng(42)  # the lesson's batch, drawn again here
@@ -863,19 +887,19 @@ print("heads 0, 1 and 3 exactly unchanged:", bool(np.all(change[[0, 1, 3]] == 0)
 
 # %% nbgrader={"grade": true, "grade_id": "test_per_head_change", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 def check_per_head_change(concat_a, concat_b, h):
-    """Visible check with a hint for the usual mistakes."""
-    B, T, C = concat_a.shape
-    expected = np.abs(concat_a - concat_b).reshape(B, T, h, C // h).max(axis=(0, 1, 3))
+    """Visible check with a hint for the usual mistakes: concat_b moves head i's block by exactly i + 1."""
+    expected = np.arange(1.0, h + 1)  # (h,): the shift of each head's block, known by construction
     got = np.asarray(per_head_change(concat_a, concat_b, h))
     assert got.shape == (h,), (
         f"expected one number per head, shape ({h},), got {got.shape}: reduce over batch, "
         "positions and the columns inside each block")
-    if np.allclose(got, np.abs(concat_a - concat_b).reshape(B, T, C // h, h).max(axis=(0, 1, 2))):
-        if not np.allclose(got, expected):
-            raise AssertionError("blocks are interleaved: reshape C into (h, hs), head first, "
-                                 "so block i is columns i*hs:(i+1)*hs")
     assert np.all(got >= 0), "changes should be absolute values (use np.abs)"
-    assert np.allclose(got, expected), "entry i should be the largest |difference| inside head i's columns"
+    if h > 1 and not np.allclose(got, expected) and np.allclose(got, h):
+        raise AssertionError("every head reports the largest shift: blocks are interleaved; reshape C into (h, hs), "
+                             "head first, so block i is columns i*hs:(i+1)*hs")
+    assert np.allclose(got, expected), (
+        f"head i's block was moved by exactly i + 1, so expected {expected.tolist()}, got {got.tolist()}: "
+        "entry i should be the largest |difference| inside head i's columns i*hs:(i+1)*hs")
 
 
 _rng = np.random.default_rng(5)
@@ -884,8 +908,11 @@ _shifted = _concat.copy()
 _shifted[:, :, 16:32] += 0.5  # move head 1's block only
 assert np.allclose(per_head_change(_concat, _shifted, 4), [0.0, 0.5, 0.0, 0.0]), (
     "shifting only head 1's columns by 0.5 should give [0, 0.5, 0, 0]")
-check_per_head_change(_concat, _shifted, 4)
-check_per_head_change(_concat, _concat + _rng.standard_normal(_concat.shape), 4)
+for _ in range(2):  # the lesson's (B, T, C) = (2, 6, 64) with h = 4 heads of 16 columns
+    _concat = _rng.standard_normal((2, 6, 64))
+    _moved = _concat + np.repeat(np.arange(1.0, 5.0), 16)  # block i moved by i + 1 everywhere
+    _moved[-1, -1, -1] -= 8.0  # and the last entry of the last block, the other way: |change| = 4
+    check_per_head_change(_concat, _moved, 4)
 print("Exercise 3b visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.

@@ -167,25 +167,40 @@ def check_head_contributions(concat, Wo, h):
     got = head_contributions(concat, Wo, h)
     assert np.array_equal(concat, inputs[0]) and np.array_equal(Wo, inputs[1]), "head_contributions modified its inputs"
     assert isinstance(got, np.ndarray), f"head_contributions should return a NumPy array, got {type(got).__name__}"
-    rows = [slice(i * hs, (i + 1) * hs) for i in range(h)]
-    expected = np.stack([concat[..., s] @ Wo[s, :] for s in rows], axis=1)  # (B, h, T, C), head by head
+    rows = [slice(i * hs, (i + 1) * hs) for i in range(h)]  # head i's columns of concat, and rows of Wo
     if got.shape == (h, B, T, C) and h != B:
         raise AssertionError(f"got shape (h, B, T, C) = {got.shape}: put the head axis second, (B, h, T, C)")
-    assert got.shape == expected.shape, f"expected shape (B, h, T, C) = {expected.shape}, got {got.shape}"
-    if np.allclose(got, expected):
-        return
+    assert got.shape == (B, h, T, C), f"expected shape (B, h, T, C) = {(B, h, T, C)}, got {got.shape}"
+    if not np.allclose(got.sum(axis=1), concat @ Wo):
+        from_columns = np.stack([concat[..., s] @ Wo[:, s].T for s in rows], axis=1)
+        if np.allclose(got, from_columns):
+            raise AssertionError("you took W_o^(i) from the COLUMNS of Wo: it is the ROWS i*hs:(i+1)*hs, the ones "
+                                 "that multiply head i's columns of the concat")
+        raise AssertionError("the h terms should add up to concat @ Wo")
     interleaved = np.stack([concat[..., i::h] @ Wo[i::h, :] for i in range(h)], axis=1)  # heads taken every h-th column
-    if np.allclose(got, interleaved):
-        raise AssertionError("the heads are interleaved: head i's part of the concat is the consecutive columns "
-                             "i*hs:(i+1)*hs, so reshape C as (h, hs), not (hs, h)")
-    from_columns = np.stack([concat[..., s] @ Wo[:, s].T for s in rows], axis=1)
-    if np.allclose(got, from_columns):
-        raise AssertionError("you took W_o^(i) from the COLUMNS of Wo: it is the ROWS i*hs:(i+1)*hs, the ones that "
-                             "multiply head i's columns of the concat")
-    if np.allclose(got.sum(axis=1), concat @ Wo):
-        raise AssertionError("the terms add up to concat @ Wo but are not the per-head terms: term i may use only "
-                             "head i's columns of concat and rows of Wo")
-    raise AssertionError("term i should be concat[..., i*hs:(i+1)*hs] @ Wo[i*hs:(i+1)*hs, :]")
+    hint = ("the heads are interleaved: head i's part of the concat is the consecutive columns i*hs:(i+1)*hs, "
+            "so reshape C as (h, hs), not (hs, h)") if h > 1 and hs > 1 and np.allclose(got, interleaved) else None
+    for j, s in enumerate(rows):  # term j may use only head j's columns of concat and rows of Wo
+        silenced = concat.copy()
+        silenced[..., s] = 0.0  # head j says nothing
+        changed = Wo.copy()
+        changed[s] += 1.0  # head j's rows of Wo move
+        for what, terms in (("columns of concat", head_contributions(silenced, Wo, h)),
+                            ("rows of Wo", head_contributions(concat, changed, h))):
+            others = [i for i in range(h) if i != j]
+            assert np.allclose(np.asarray(terms)[:, others], got[:, others]), hint or (
+                f"changing head {j}'s {what} changed another head's term: term i may use only head i's "
+                "columns of concat and rows i*hs:(i+1)*hs of Wo")
+        assert np.allclose(np.asarray(head_contributions(silenced, Wo, h))[:, j], 0), hint or (
+            f"with head {j}'s columns of concat set to 0, its term should be 0")
+
+
+# Worked by hand: one position, C = 4, h = 2, concat = [1, 2, 3, 4], Wo = 2 I.
+_got = np.asarray(head_contributions(np.array([[[1.0, 2, 3, 4]]]), 2 * np.eye(4), 2))
+assert _got.shape == (1, 2, 1, 4), f"expected shape (B, h, T, C) = (1, 2, 1, 4), got {_got.shape}"
+assert np.allclose(_got[0, :, 0], [[2, 4, 0, 0], [0, 0, 6, 8]]), (
+    f"for concat = [1, 2, 3, 4] and Wo = 2 I, head 0's term is [2, 4, 0, 0] and head 1's [0, 0, 6, 8]; got "
+    f"{_got[0, :, 0].tolist()}")
 
 
 _rng = np.random.default_rng(42)  # the lesson's data, drawn again here

@@ -850,8 +850,8 @@ def _refuse_the_loop(T, d):
                          "by broadcasting")
 
 
-def check_sinusoidal_encoding(T, d, expected):
-    """Visible check with a hint for the usual mistakes. expected: the (T, d) table to compare with."""
+def check_sinusoidal_encoding(T, d):
+    """Visible check of the properties every sinusoidal table has, with a hint for the usual mistakes."""
     lesson_loop = globals()["sinusoidal_loop"]
     globals()["sinusoidal_loop"] = _refuse_the_loop  # the exercise asks for the table without it
     try:
@@ -862,17 +862,36 @@ def check_sinusoidal_encoding(T, d, expected):
     if got.shape == (d, T) and T != d:
         raise AssertionError(f"got shape {got.shape}: rows are positions and columns features, (T, d) = {(T, d)}")
     assert got.shape == (T, d), f"expected shape (T, d) = {(T, d)}, got {got.shape}"
-    if not np.allclose(got, expected) and (T, d) == (2, 4):
-        for mistake, table in _PE_2_4.items():
-            if mistake is not None and np.allclose(got, table):
-                raise AssertionError(mistake)
-    assert np.allclose(got, expected), (
-        "values differ from PE(t, 2i) = sin(t / 10000^(2i/d)), PE(t, 2i+1) = cos(t / 10000^(2i/d))")
+    assert np.allclose(got[0], np.tile([0.0, 1.0], d // 2)), (
+        "positions start at 0: row 0 must be [0, 1, 0, 1, ...] (sin 0, cos 0, ...)")
+    assert np.allclose(got[:, 0::2] ** 2 + got[:, 1::2] ** 2, 1.0), (
+        "features 2i and 2i+1 should be the sine and cosine of ONE angle (sin^2 + cos^2 = 1): they share the "
+        "frequency 10000^(-2i/d)")
+    assert np.allclose(got[:, 0], np.sin(np.arange(T))), "pair 0 turns at frequency 10000^0 = 1: PE(t, 0) = sin(t)"
+    if T > 1:  # the angle of pair i at position 1 is its frequency; each pair turns 10000^(2/d) times slower
+        frequencies = np.arctan2(got[1, 0::2], got[1, 1::2])  # (d/2,): sin and cos of the angle of pair i
+        assert np.allclose(frequencies[1:] / frequencies[:-1], 10000.0 ** (-2 / d)), (
+            "each pair should turn 10000^(2/d) times slower than the one before: the exponent is 2i/d, with i "
+            "the pair index")
+    # Section 2's property: the dot product of two rows depends only on how far apart they are.
+    if T > 3:
+        assert np.allclose(np.einsum("tj,tj->t", got[:-2], got[2:]), got[0] @ got[2]), (
+            "PE(t) . PE(t + 2) should be the same for every t: it is the sum over pairs of cos(2 omega_i)")
 
 
-check_sinusoidal_encoding(2, 4, _PE_2_4[None])  # worked by hand above
-check_sinusoidal_encoding(64, 32, pe_table)  # section 2's table, from sinusoidal_loop
-check_sinusoidal_encoding(8, 16, sinusoidal_loop(8, 16))  # section 2's eight tokens
+# Worked by hand (the table above); the usual mistakes are named.
+_got = sinusoidal_encoding(2, 4)
+if not np.allclose(_got, _PE_2_4[None]):
+    for _mistake, _table in _PE_2_4.items():
+        if _mistake is not None and np.shape(_got) == (2, 4) and np.allclose(_got, _table):
+            raise AssertionError(_mistake)
+assert np.allclose(_got, _PE_2_4[None]), (
+    f"sinusoidal_encoding(2, 4) should be {np.round(_PE_2_4[None], 4).tolist()}: PE(t, 2i) = sin(t / 10000^(2i/d)), "
+    "PE(t, 2i+1) = cos(t / 10000^(2i/d))")
+check_sinusoidal_encoding(2, 4)
+check_sinusoidal_encoding(64, 32)  # section 2's size
+check_sinusoidal_encoding(8, 16)  # section 2's eight tokens
+check_sinusoidal_encoding(5, 2)  # a single pair
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -895,7 +914,8 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 #
 # - no `(d, d)` matrices: work on the even and odd features (`x[..., 0::2]`, `x[..., 1::2]`) with
 #   a `(T, d/2)` table of angles, which broadcasts over the leading axes (the tests fail a call of
-#   section 4's `rope_matrices` or `rope_rotate`);
+#   section 4's `rope_matrices` or `rope_rotate`, and when your notebook is graded, one hidden input
+#   is too wide and too long for `(T, d, d)` rotation matrices to fit in the memory a notebook may use);
 # - the interleaved pairing $(2i, 2i+1)$ of this lesson (not the half-split one);
 # - `x` itself is not modified.
 
@@ -971,10 +991,11 @@ def check_apply_rope(x, positions, *base, **named_base):
             "with theta_i = base ** (-np.arange(0, d, 2) / d)")
     assert np.allclose(np.hypot(got[..., 0::2], got[..., 1::2]), np.hypot(x[..., 0::2], x[..., 1::2])), (
         "the pairs (x_2i, x_2i+1) changed length: a rotation only turns each pair")
-    # Pair 0 turns at theta_0 = base^0 = 1 for every base: by exactly positions[t] radians.
-    c, s_ = np.cos(positions)[:, None], np.sin(positions)[:, None]  # (T, 1)
-    pair_0 = np.concatenate([x[..., :1] * c - x[..., 1:2] * s_, x[..., :1] * s_ + x[..., 1:2] * c], axis=-1)
-    if not np.allclose(got[..., :2], pair_0):
+    # Pair 0 turns at theta_0 = base^0 = 1 for every base: by exactly positions[t] radians, counterclockwise.
+    before, after = x[..., 0] + 1j * x[..., 1], got[..., 0] + 1j * got[..., 1]  # (..., T): pair 0 as a complex number
+    kept = np.abs(before) > 1e-9  # a zero pair has no direction
+    turn = np.broadcast_to(np.exp(1j * np.asarray(positions, dtype=float)), before.shape)  # e^(i p_t): p_t radians
+    if not np.allclose(after[kept] / before[kept], turn[kept]):
         raise AssertionError("pair 0, features (0, 1), should be turned by positions[t] radians (theta_0 = 1): "
                              "check the sign of the rotation, the pairing (2i, 2i+1), and that row t uses "
                              "positions[t], not t")

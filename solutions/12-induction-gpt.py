@@ -322,8 +322,10 @@ def adam_step(params, grads, state, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 # of attention do the copying alone.
 #
 # The parameters are one flat dict, ready for Adam: `"E"`, `"P"`, for each layer $l$
-# `"b{l}.ln_g"`, `"b{l}.ln_b"` `(C,)` and `"b{l}.Wq"`, `"b{l}.Wk"`, `"b{l}.Wv"`, `"b{l}.Wo"`
-# `(C, C)`, then `"lnf_g"`, `"lnf_b"` `(C,)` and `"U"` `(C, V)`.
+# `"b{l}.ln1_gamma"`, `"b{l}.ln1_beta"` `(C,)` and `"b{l}.Wq"`, `"b{l}.Wk"`, `"b{l}.Wv"`, `"b{l}.Wo"`
+# `(C, C)`, then `"lnf_gamma"`, `"lnf_beta"` `(C,)` and `"U"` `(C, V)`. The LayerNorm names are
+# Lesson 11's: `ln1_gamma` and `ln1_beta` gain and shift the LayerNorm before attention; an
+# attention-only block has no second one, and `lnf_` marks the final LayerNorm.
 
 # %%
 C, H, LAYERS = 32, 2, 2  # width, heads per layer (head size 16), blocks
@@ -334,10 +336,10 @@ def init_gpt(rng, vocab=V, t_max=T_MAX, width=C, layers=LAYERS):
     std = 1 / np.sqrt(width)
     params = {"E": rng.standard_normal((vocab, width)), "P": rng.standard_normal((t_max, width))}
     for layer in range(layers):
-        params[f"b{layer}.ln_g"], params[f"b{layer}.ln_b"] = np.ones(width), np.zeros(width)
+        params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"] = np.ones(width), np.zeros(width)
         for name in ("Wq", "Wk", "Wv", "Wo"):
             params[f"b{layer}.{name}"] = rng.standard_normal((width, width)) * std
-    params["lnf_g"], params["lnf_b"] = np.ones(width), np.zeros(width)
+    params["lnf_gamma"], params["lnf_beta"] = np.ones(width), np.zeros(width)
     params["U"] = rng.standard_normal((width, vocab)) * std
     return params
 
@@ -354,13 +356,13 @@ def gpt_forward(params, tokens, h, head_mask=None):
     x = params["E"][tokens] + params["P"][:T]  # (B, T, C): token row plus position row
     blocks = []
     for layer in range(sum(1 for name in params if name.endswith(".Wq"))):
-        p = {name: params[f"b{layer}.{name}"] for name in ("ln_g", "ln_b", "Wq", "Wk", "Wv", "Wo")}
-        a = layer_norm(x, p["ln_g"], p["ln_b"])  # (B, T, C)
+        p = {name: params[f"b{layer}.{name}"] for name in ("ln1_gamma", "ln1_beta", "Wq", "Wk", "Wv", "Wo")}
+        a = layer_norm(x, p["ln1_gamma"], p["ln1_beta"])  # (B, T, C)
         out, attention = causal_attention(a, p["Wq"], p["Wk"], p["Wv"], p["Wo"], h,
                                           None if head_mask is None else head_mask[layer])
         blocks.append(dict(x_in=x, a=a, **attention))
         x = x + out  # the residual stream: the block adds to it
-    xf = layer_norm(x, params["lnf_g"], params["lnf_b"])  # (B, T, C)
+    xf = layer_norm(x, params["lnf_gamma"], params["lnf_beta"])  # (B, T, C)
     logits = xf @ params["U"]  # (B, T, C) @ (C, V) -> (B, T, V)
     return logits, dict(tokens=tokens, blocks=blocks, x_final=x, xf=xf)
 
@@ -506,29 +508,32 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 #
 # ### Exercise 2: `gpt_backward` (5 points)
 #
-# Write `gpt_backward(params, cache, dlogits, h)`: `params` as from `init_gpt`, `cache` as returned
+# Write `gpt_backward(params, cache, dlogits)`: `params` as from `init_gpt`, `cache` as returned
 # by `gpt_forward(params, tokens, h)`, `dlogits` `(B, T, V)`. Return a dict with the same keys and
 # shapes as `params`: the gradient of the loss for every parameter. Use the given
-# `causal_attention_backward` and `layer_norm_backward`; the number of blocks is
-# `len(cache["blocks"])`, and it may be 1, 2 or more. The inputs are not modified.
+# `causal_attention_backward` and `layer_norm_backward`. The cache says everything about the model
+# that the parameters do not: the number of blocks is `len(cache["blocks"])`, and it may be 1, 2
+# or more; the head count is that of each block's queries, `cache["blocks"][l]["Q"]` being
+# `(B, h, T, hs)`. The inputs are not modified.
 
 # %% nbgrader={"grade": false, "grade_id": "gpt_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def gpt_backward(params, cache, dlogits, h):
+def gpt_backward(params, cache, dlogits):
     """Gradients {name: array like params[name]} of the loss, given dlogits = dL/dlogits (B, T, V)."""
     ### BEGIN SOLUTION
     B, T, vocab = dlogits.shape
     width = params["U"].shape[0]
     grads = {"U": cache["xf"].reshape(B * T, width).T @ dlogits.reshape(B * T, vocab)}  # (C, B*T) @ (B*T, V)
     dxf = dlogits @ params["U"].T  # (B, T, V) @ (V, C) -> (B, T, C)
-    delta, grads["lnf_g"], grads["lnf_b"] = layer_norm_backward(dxf, cache["x_final"], params["lnf_g"])
+    delta, grads["lnf_gamma"], grads["lnf_beta"] = layer_norm_backward(dxf, cache["x_final"], params["lnf_gamma"])
     for layer in reversed(range(len(cache["blocks"]))):
         block = cache["blocks"][layer]
         W = [params[f"b{layer}.{name}"] for name in ("Wq", "Wk", "Wv", "Wo")]
+        h = block["Q"].shape[1]  # (B, h, T, hs): the head count is the cache's
         da, dW = causal_attention_backward(delta, block["a"], block, *W, h)
         for name, grad in dW.items():
             grads[f"b{layer}.{name}"] = grad
-        dx, grads[f"b{layer}.ln_g"], grads[f"b{layer}.ln_b"] = layer_norm_backward(
-            da, block["x_in"], params[f"b{layer}.ln_g"])
+        dx, grads[f"b{layer}.ln1_gamma"], grads[f"b{layer}.ln1_beta"] = layer_norm_backward(
+            da, block["x_in"], params[f"b{layer}.ln1_gamma"])
         delta = delta + dx  # the residual path and the path through the block add up
     grads["E"] = np.zeros_like(params["E"])
     np.add.at(grads["E"], cache["tokens"], delta)  # repeated tokens accumulate
@@ -576,7 +581,7 @@ def gradient_errors(params, tokens, targets, h, backward, epsilon=1e-6):
         return reference_loss(gpt_forward(p, tokens, h)[0], targets)[0]
 
     logits, cache = gpt_forward(params, tokens, h)
-    analytic = backward(params, cache, reference_loss(logits, targets)[1], h)
+    analytic = backward(params, cache, reference_loss(logits, targets)[1])
     errors = {}
     for name, value in params.items():
         numeric = np.zeros_like(value)
@@ -596,7 +601,7 @@ check_targets = np.array([[3, 1, 3, 1], [0, 6, 2, 4], [2, 5, 2, 5]])  # (3, 4)
 errors = gradient_errors(check_params, check_tokens, check_targets, 2, gpt_backward)
 print(f"{sum(p.size for p in check_params.values())} entries in {len(check_params)} tensors")
 for name, error in errors.items():
-    print(f"d{name:8s} {check_params[name].shape!s:8s} largest error / largest entry below 1e-6: {error < 1e-6}")
+    print(f"d{name:13s} {check_params[name].shape!s:8s} largest error / largest entry below 1e-6: {error < 1e-6}")
 
 # %% nbgrader={"grade": true, "grade_id": "test_gpt_backward", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 def check_gpt_backward(params, tokens, targets, h):
@@ -604,7 +609,7 @@ def check_gpt_backward(params, tokens, targets, h):
     logits, cache = gpt_forward(params, tokens, h)
     dlogits = reference_loss(logits, targets)[1]
     before = {k: v.copy() for k, v in params.items()}, dlogits.copy()
-    grads = gpt_backward(params, cache, dlogits, h)
+    grads = gpt_backward(params, cache, dlogits)
     assert all(np.array_equal(params[k], before[0][k]) for k in params) and np.array_equal(dlogits, before[1]), (
         "gpt_backward modified its inputs: build new arrays")
     assert isinstance(grads, dict) and set(grads) == set(params), (
@@ -680,7 +685,7 @@ def train(params, steps, data_seed, periods=PERIODS, print_every=None):
         batch = training_batch(data_rng, BATCH, periods)  # (32, 25)
         logits, cache = gpt_forward(params, batch[:, :-1], H)
         _, dlogits = cross_entropy(logits, batch[:, 1:])
-        params, state = adam_step(params, gpt_backward(params, cache, dlogits, H), state, LR)
+        params, state = adam_step(params, gpt_backward(params, cache, dlogits), state, LR)
     return params, {k: np.array(v) for k, v in history.items()}
 
 
@@ -829,11 +834,11 @@ def mlp_blocks_forward(params, mlp, tokens, h):
     B, T = tokens.shape
     x = params["E"][tokens] + params["P"][:T]  # (B, T, C)
     for layer in range(LAYERS):
-        a = layer_norm(x, params[f"b{layer}.ln_g"], params[f"b{layer}.ln_b"])
+        a = layer_norm(x, params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])
         x = x + causal_attention(a, *(params[f"b{layer}.{n}"] for n in ("Wq", "Wk", "Wv", "Wo")), h)[0]
         m = layer_norm(x, mlp[f"b{layer}.ln2_g"], mlp[f"b{layer}.ln2_b"])  # (B, T, C)
         x = x + gelu(m @ mlp[f"b{layer}.W1"]) @ mlp[f"b{layer}.W2"]  # (B, T, 4C) -> (B, T, C)
-    return layer_norm(x, params["lnf_g"], params["lnf_b"]) @ params["U"]  # (B, T, V)
+    return layer_norm(x, params["lnf_gamma"], params["lnf_beta"]) @ params["U"]  # (B, T, V)
 
 
 mlp_rng = np.random.default_rng(0)
@@ -1073,19 +1078,31 @@ plt.show()
 #
 # ### Exercise 4: `generate` (5 points)
 #
-# Write `generate(params, prompt, n_new, h)`: `prompt` a 1-D int array of length $T_0 \ge 1$,
-# `n_new` $\ge 1$ new tokens, with $T_0 + n_{\text{new}} - 1 \le T_{\max}$ (the rows of $P$). Feed the
-# prompt's tokens one at a time through the cache, then each new token, and return the pair
-# `(new_tokens, cache)`:
+# Write `generate(params, prompt, n_new, cache)`. The cache is the model's memory of the positions
+# already fed: a list with one pair `(K, V)` per layer, each `(h, t_0, hs)`. It also says how many
+# heads the model has. A model that has seen nothing starts from `empty_cache(params, h)`, given
+# below, with $t_0 = 0$. The prompt is a 1-D int array of length $T_0 \ge 1$ that continues from the
+# cache: its first token sits at position $t_0$. Take `n_new` $\ge 1$, with
+# $t_0 + T_0 + n_{\text{new}} - 1 \le T_{\max}$ (the rows of $P$). Feed the prompt's tokens one at a
+# time through the cache, then each new token, and return the pair `(new_tokens, cache)`:
 #
 # - `new_tokens`, an int array `(n_new,)`: each the `argmax` of the logits at the last fed position;
-# - `cache`, a list with one pair `(K, V)` per layer, each `(h, T_0 + n_new - 1, hs)`: the keys and
-#   values of every position fed (the last new token is returned, not fed).
+# - `cache`, a new list with one pair `(K, V)` per layer, each `(h, t_0 + T_0 + n_{new} - 1, hs)`: the
+#   given keys and values followed by those of every position fed (the last new token is returned,
+#   not fed). The given cache is left unchanged.
 #
-# The result must equal decoding by recomputing the full forward pass (given below as
-# `generate_by_recomputing`) for every model.
+# `generate` never sees the tokens behind a non-empty cache, so it cannot recompute their keys and
+# values: it must attend to the cached ones. From an empty cache, the result must equal decoding by
+# recomputing the full forward pass (given below as `generate_by_recomputing`) for every model.
 
 # %%
+def empty_cache(params, h):
+    """The KV cache of a model with h heads per layer that has seen no token: [(K, V) per layer, each (h, 0, hs)]."""
+    layers = sum(1 for name in params if name.endswith(".Wq"))
+    hs = params["U"].shape[0] // h
+    return [(np.zeros((h, 0, hs)), np.zeros((h, 0, hs))) for _ in range(layers)]
+
+
 def generate_by_recomputing(params, prompt, n_new, h):
     """Greedy decoding that runs the full forward pass for every new token: returns (n_new,) ints."""
     sequence = list(prompt)
@@ -1096,18 +1113,17 @@ def generate_by_recomputing(params, prompt, n_new, h):
 
 
 # %% nbgrader={"grade": false, "grade_id": "generate", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def generate(params, prompt, n_new, h):
-    """Greedy decoding with a KV cache: returns (new tokens (n_new,), [(K, V) per layer, each (h, T0 + n_new - 1, hs)])."""
+def generate(params, prompt, n_new, cache):
+    """Greedy decoding with a KV cache: returns (new tokens (n_new,), [(K, V) per layer, each (h, t, hs)])."""
     ### BEGIN SOLUTION
-    layers = sum(1 for name in params if name.endswith(".Wq"))
-    width = params["U"].shape[0]
-    hs = width // h
-    cache = [(np.zeros((h, 0, hs)), np.zeros((h, 0, hs))) for _ in range(layers)]
+    layers, width = len(cache), params["U"].shape[0]
+    h, start, hs = np.shape(cache[0][0])  # the cache holds the head count and the positions fed so far
+    cache = [(np.asarray(K), np.asarray(V_)) for K, V_ in cache]  # a new list: the given one stays as it was
 
     def feed(token, position):
         x = params["E"][token] + params["P"][position]  # (C,)
         for layer in range(layers):
-            a = layer_norm(x, params[f"b{layer}.ln_g"], params[f"b{layer}.ln_b"])  # (C,)
+            a = layer_norm(x, params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])  # (C,)
             q, k, v = (a @ params[f"b{layer}.{n}"] for n in ("Wq", "Wk", "Wv"))  # (C,) each
             q, k, v = (u.reshape(h, 1, hs) for u in (q, k, v))  # (C,) -> (h, 1, hs)
             K, V_ = np.concatenate([cache[layer][0], k], axis=1), np.concatenate([cache[layer][1], v], axis=1)
@@ -1115,15 +1131,15 @@ def generate(params, prompt, n_new, h):
             weights = softmax(q @ K.transpose(0, 2, 1) / np.sqrt(hs))  # (h, 1, hs) @ (h, hs, t+1) -> (h, 1, t+1)
             per_head = weights @ V_  # (h, 1, t+1) @ (h, t+1, hs) -> (h, 1, hs)
             x = x + per_head.reshape(width) @ params[f"b{layer}.Wo"]  # (h, 1, hs) -> (C,); (C,) @ (C, C)
-        return layer_norm(x, params["lnf_g"], params["lnf_b"]) @ params["U"]  # (V,)
+        return layer_norm(x, params["lnf_gamma"], params["lnf_beta"]) @ params["U"]  # (V,)
 
-    for position, token in enumerate(prompt):
+    for position, token in enumerate(prompt, start=start):
         logits = feed(token, position)
     new_tokens = []
     for step in range(n_new):
         new_tokens.append(int(logits.argmax()))
         if step < n_new - 1:
-            logits = feed(new_tokens[-1], len(prompt) + step)
+            logits = feed(new_tokens[-1], start + len(prompt) + step)
     return np.array(new_tokens), cache
     ### END SOLUTION
 
@@ -1136,7 +1152,7 @@ def generate(params, prompt, n_new, h):
 held_sequence = held_out[0]  # (24,)
 prompt = held_sequence[:PERIOD + 1]  # (13,): the first half and the first token of the second
 n_new = 2 * PERIOD - len(prompt)  # 11: the rest of the second half
-new_tokens, kv = generate(params_trained, prompt, n_new, H)
+new_tokens, kv = generate(params_trained, prompt, n_new, empty_cache(params_trained, H))
 print("prompt:        ", " ".join(f"{t:2d}" for t in prompt))
 print("generated:     ", " ".join(f"{t:2d}" for t in new_tokens))
 print("true 2nd half: ", " ".join(f"{t:2d}" for t in held_sequence[len(prompt):]))
@@ -1146,7 +1162,8 @@ print("same as recomputing the full forward pass:",
 print("cache:", [tuple(K.shape) for K, _ in kv], "(h, T0 + n_new - 1, hs) keys per layer")
 repeated = {int(t): int(n) for t, n in zip(*np.unique(prompt[:PERIOD], return_counts=True), strict=True) if n > 1}
 print("tokens that occur more than once in the first half, with their counts:", repeated)
-copied = [np.array_equal(generate(params_trained, s[:PERIOD + 1], n_new, H)[0], s[PERIOD + 1:]) for s in held_out[:32]]
+copied = [np.array_equal(generate(params_trained, s[:PERIOD + 1], n_new, empty_cache(params_trained, H))[0],
+                         s[PERIOD + 1:]) for s in held_out[:32]]
 print(f"held-out sequences 0 to 31 whose whole second half is copied right: {sum(copied)} of 32")
 
 # %% [markdown]
@@ -1156,11 +1173,13 @@ print(f"held-out sequences 0 to 31 whose whole second half is copied right: {sum
 
 # %% nbgrader={"grade": true, "grade_id": "test_generate", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 def check_generate(params, prompt, n_new, h):
-    """Visible check: tokens and cache against recomputation, with a hint for the usual mistakes."""
+    """Visible check: from an empty cache, tokens and cache against recomputation, with a hint for the usual mistakes."""
+    start = empty_cache(params, h)
     before = {k: v.copy() for k, v in params.items()}, np.array(prompt).copy()
-    result = generate(params, prompt, n_new, h)
+    result = generate(params, prompt, n_new, start)
     assert all(np.array_equal(params[k], before[0][k]) for k in params) and np.array_equal(prompt, before[1]), (
         "generate modified its inputs")
+    assert all(K.shape[1] == 0 and V_.shape[1] == 0 for K, V_ in start), "generate modified the cache it was given"
     assert isinstance(result, tuple) and len(result) == 2, "return the pair (new_tokens, cache)"
     tokens, cache = result
     tokens = np.asarray(tokens)
@@ -1172,10 +1191,9 @@ def check_generate(params, prompt, n_new, h):
     assert np.array_equal(tokens, expected), (
         f"new tokens {tokens}, recomputation gives {expected}: each is the argmax of the logits at the last fed "
         "position; every layer's query must see all cached keys, its own included")
-    layers = len(gpt_forward(params, np.array([prompt]), h)[1]["blocks"])
     fed = np.concatenate([prompt, expected[:-1]])[None, :]  # (1, T0 + n_new - 1): every token fed
     full = gpt_forward(params, fed, h)[1]["blocks"]
-    assert isinstance(cache, (list, tuple)) and len(cache) == layers, f"cache: one (K, V) pair per layer, {layers}"
+    assert isinstance(cache, (list, tuple)) and len(cache) == len(full), f"cache: one (K, V) pair per layer, {len(full)}"
     for layer, pair in enumerate(cache):
         K, V_ = (np.asarray(u) for u in pair)
         assert K.shape == V_.shape == full[layer]["K"][0].shape, (
@@ -1185,9 +1203,29 @@ def check_generate(params, prompt, n_new, h):
             f"layer {layer}: the cached keys or values differ from the full forward pass's")
 
 
+def check_continuation(params, prompt, split, n_new, h):
+    """Feeding prompt[:split] first, then the rest from the cache it left, must decode as the whole prompt does."""
+    whole_tokens, whole_cache = generate(params, prompt, n_new, empty_cache(params, h))
+    _, first_cache = generate(params, prompt[:split], 1, empty_cache(params, h))  # feeds prompt[:split] only
+    kept = [(np.array(K, copy=True), np.array(V_, copy=True)) for K, V_ in first_cache]
+    tokens, cache = generate(params, prompt[split:], n_new, first_cache)
+    assert all(np.array_equal(K, K0) and np.array_equal(V_, V0) for (K, V_), (K0, V0) in zip(first_cache, kept, strict=True)), (
+        "generate modified the cache it was given: return a new list with new arrays")
+    assert np.array_equal(np.asarray(tokens), np.asarray(whole_tokens)), (
+        f"continued from the cache of prompt[:{split}], generate gave {np.asarray(tokens)}, but the whole prompt gives "
+        f"{np.asarray(whole_tokens)}: the rest of the prompt starts at position t0 = K.shape[1] of the cache, and "
+        "its queries must attend to the cached keys and values")
+    for layer, ((K, V_), (K1, V1)) in enumerate(zip(cache, whole_cache, strict=True)):
+        assert np.shape(K) == np.shape(K1) and np.allclose(K, K1, atol=1e-10) and np.allclose(V_, V1, atol=1e-10), (
+            f"layer {layer}: continued from a cache, the returned cache should hold the given keys and values "
+            "followed by those of every position fed")
+
+
 check_generate(small_model(21), np.array([3, 1, 4]), 3, 2)
 check_generate(small_model(22, layers=1), np.array([6]), 1, 1)
 check_generate(small_model(23, layers=3, t_max=6), np.array([0, 2]), 5, 4)
+check_continuation(small_model(24), np.array([5, 0, 5, 2]), 3, 2, 2)
+check_continuation(small_model(25, layers=1, t_max=6), np.array([1, 6, 2]), 1, 4, 1)
 print("Exercise 4 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.

@@ -12,9 +12,12 @@ numerically, in float64, entry by entry. A reference that disagreed with the fin
 would be the instructor's mistake and raises `SpecError`; a student's result that disagreed gets a
 generic message. The inputs are kept small so that the differences cost well under a second.
 
-The attention and layer backward passes also get one case far too large to differentiate
-numerically within the test cell's time limit (central differences of the forward pass need two
-forward passes per input entry, each over a (1000, 1000) table of scores). An answer that
+Every backward pass also gets one case far too large to differentiate numerically within the test
+cell's time limit (central differences of the forward pass need two forward passes per input entry:
+for attention and the layer, each over a (1000, 1000) table of scores; for the softmax, 220,000
+passes over one row of 110,000 scores, more than the cell's limit). The softmax case's weights come
+in float32, as mixed-precision training keeps them, so that they, the inputs sent back and the
+result fit a cell's output; a float32 answer matches the reference well within the tolerance. An answer that
 differentiates the provided forward numerically (`numerical_gradient`) instead of running the
 backward pass cannot finish it. That case is checked against the reference alone. Its inputs stay
 small in bytes: the results of a test cell must fit the grader's output limit.
@@ -228,6 +231,7 @@ class AgreesWithFiniteDifferences:
 # table of scores, which is minutes of work at the least; the backward pass is milliseconds.
 LARGE_ATTENTION = ((), 1000, 1000, 8, 8)  # (leading axes, T_q, T_k, d_k, d_v)
 LARGE_LAYER = (1, 1000, 8, 2)  # (B, T, C, h)
+LARGE_SOFTMAX = (1, 110_000)  # (T_q, T_k): one row of 110,000 scores, in float32 (440 KB per array)
 
 
 def softmax_backward_cases(rng):
@@ -239,6 +243,10 @@ def softmax_backward_cases(rng):
     T = 5  # a causally masked head (Lesson 6): weights above the diagonal are exactly 0
     masked = np.where(np.tril(np.ones((T, T), dtype=bool)), rng.standard_normal((3, T, T)), -np.inf)  # (3, T, T)
     yield call(softmax(masked), rng.standard_normal((3, T, T)))
+    # No time to differentiate numerically. Kept in float32, as mixed-precision training keeps them, so
+    # that the inputs sent back (unchanged_args) and the result fit a cell's output.
+    A, dA = softmax(rng.standard_normal(LARGE_SOFTMAX)), rng.standard_normal(LARGE_SOFTMAX)
+    yield call(A.astype(np.float32), dA.astype(np.float32))
 
 
 def attention_backward_cases(rng):

@@ -6,6 +6,10 @@ it in its own process, so it must not import anything a submission could have ch
 repeated positions, several leading axes, other bases) and adds random shapes; all values are
 drawn from `rng`, which is seeded afresh for every grading run.
 
+`apply_rope` gets one input too large for the (T, d, d) rotation matrices of the lesson's section 4
+(8 GiB, more than a graded kernel may address): an answer that copies `rope_matrices` and
+`rope_rotate` instead of calling them (calling them is refused) runs out of memory there.
+
 `rope_scores` is checked against a reference computed from the offsets alone: entry (m, n) is
 q_m^T R(p_n - p_m) k_n / sqrt(d), built from p_n - p_m without rotating anything to an absolute
 position. Some of its cases send the same q and k twice, with every position shifted by a large
@@ -72,6 +76,9 @@ def apply_rope_compare(expected, got):
     return Same()(expected, got)
 
 
+LARGE_ROPE = (1024, 1024)  # (T, d)
+
+
 def apply_rope_cases(rng):
     # (x shape, positions, base or None for the default): no batch axis, d = 2, unsorted and repeated
     # positions, positions past a thousand, one to four leading axes, other bases.
@@ -94,6 +101,11 @@ def apply_rope_cases(rng):
         yield call(x, positions) if base is None else call(x, positions, base=base)
     # The base as a positional argument.
     yield call(rng.standard_normal((5, 2)), np.arange(5, dtype=np.int64) * 3, 10)
+    # Too large for section 4's matrices, copied or called: one (d, d) rotation per position is
+    # T * d * d = 2**30 float64 numbers, 8 GiB, twice the address space of a graded kernel
+    # (GuardedExecute.memory_limit), so building them raises MemoryError; the pairs take 8 MiB.
+    T, d = LARGE_ROPE
+    yield call(rng.standard_normal((T, d)), rng.integers(0, 5000, size=T).astype(np.int64))
     # The relative-position property: one q and one k at every position (x[0] and x[1]), positions
     # shifted by a random offset; rotated, q_m . k_n must depend only on m - n.
     T, d = 10, 16

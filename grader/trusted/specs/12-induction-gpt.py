@@ -81,7 +81,7 @@ def _forward(params, tokens, h):
     x = params["E"][tokens] + params["P"][:T]
     blocks = []
     for layer in range(_layers(params)):
-        a = _layer_norm(x, params[f"b{layer}.ln_g"], params[f"b{layer}.ln_b"])
+        a = _layer_norm(x, params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])
         Q, K, V = (_split(a @ params[f"b{layer}.{n}"], h) for n in ("Wq", "Wk", "Wv"))
         scores = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(Q.shape[-1])
         scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
@@ -90,7 +90,7 @@ def _forward(params, tokens, h):
         concat = _merge(weights @ V)
         blocks.append({"x_in": x, "a": a, "Q": Q, "K": K, "V": V, "weights": weights, "concat": concat})
         x = x + concat @ params[f"b{layer}.Wo"]
-    xf = _layer_norm(x, params["lnf_g"], params["lnf_b"])
+    xf = _layer_norm(x, params["lnf_gamma"], params["lnf_beta"])
     return xf @ params["U"], {"tokens": tokens, "blocks": blocks, "x_final": x, "xf": xf}
 
 
@@ -98,12 +98,12 @@ def _model(rng, vocab, t_max, width, layers):
     """A fresh model with every parameter drawn at random, LayerNorm weights included."""
     params = {"E": rng.standard_normal((vocab, width)), "P": rng.standard_normal((t_max, width))}
     for layer in range(layers):
-        params[f"b{layer}.ln_g"] = 1 + 0.5 * rng.standard_normal(width)
-        params[f"b{layer}.ln_b"] = 0.5 * rng.standard_normal(width)
+        params[f"b{layer}.ln1_gamma"] = 1 + 0.5 * rng.standard_normal(width)
+        params[f"b{layer}.ln1_beta"] = 0.5 * rng.standard_normal(width)
         for name in ("Wq", "Wk", "Wv", "Wo"):
             params[f"b{layer}.{name}"] = rng.standard_normal((width, width)) / np.sqrt(width)
-    params["lnf_g"] = 1 + 0.5 * rng.standard_normal(width)
-    params["lnf_b"] = 0.5 * rng.standard_normal(width)
+    params["lnf_gamma"] = 1 + 0.5 * rng.standard_normal(width)
+    params["lnf_beta"] = 0.5 * rng.standard_normal(width)
     params["U"] = rng.standard_normal((width, vocab)) / np.sqrt(width)
     return params
 
@@ -111,17 +111,17 @@ def _model(rng, vocab, t_max, width, layers):
 # --- Exercise 2: the backward pass ------------------------------------------------------------------
 
 
-def gpt_backward(params, cache, dlogits, h):
+def gpt_backward(params, cache, dlogits):
     B, T, vocab = dlogits.shape
     width = params["U"].shape[0]
     grads = {"U": cache["xf"].reshape(B * T, width).T @ dlogits.reshape(B * T, vocab)}
-    delta, grads["lnf_g"], grads["lnf_b"] = _layer_norm_backward(dlogits @ params["U"].T, cache["x_final"],
-                                                                 params["lnf_g"])
+    delta, grads["lnf_gamma"], grads["lnf_beta"] = _layer_norm_backward(dlogits @ params["U"].T, cache["x_final"],
+                                                                 params["lnf_gamma"])
     for layer in reversed(range(len(cache["blocks"]))):
         block = cache["blocks"][layer]
         Wq, Wk, Wv, Wo = (params[f"b{layer}.{n}"] for n in ("Wq", "Wk", "Wv", "Wo"))
         Q, K, V, weights = block["Q"], block["K"], block["V"], block["weights"]
-        hs = Q.shape[-1]
+        h, hs = Q.shape[1], Q.shape[-1]  # (B, h, T, hs): the cache carries the head count
         grads[f"b{layer}.Wo"] = block["concat"].reshape(B * T, width).T @ delta.reshape(B * T, width)
         dper_head = _split(delta @ Wo.T, h)
         dweights = dper_head @ V.transpose(0, 1, 3, 2)
@@ -133,8 +133,8 @@ def gpt_backward(params, cache, dlogits, h):
         for name, d in (("Wq", dQ), ("Wk", dK), ("Wv", dV)):
             grads[f"b{layer}.{name}"] = a_rows.T @ d
         da = (dQ @ Wq.T + dK @ Wk.T + dV @ Wv.T).reshape(B, T, width)
-        dx, grads[f"b{layer}.ln_g"], grads[f"b{layer}.ln_b"] = _layer_norm_backward(da, block["x_in"],
-                                                                                    params[f"b{layer}.ln_g"])
+        dx, grads[f"b{layer}.ln1_gamma"], grads[f"b{layer}.ln1_beta"] = _layer_norm_backward(da, block["x_in"],
+                                                                                    params[f"b{layer}.ln1_gamma"])
         delta = delta + dx  # the residual path plus the path through the block
     grads["E"] = np.zeros_like(params["E"])
     np.add.at(grads["E"], cache["tokens"], delta)
@@ -148,7 +148,7 @@ def _backward_call(rng, B, T, vocab, t_max, width, layers, h, tokens=None):
     if tokens is None:
         tokens = rng.integers(0, vocab, size=(B, T))
     _, cache = _forward(params, tokens, h)
-    return call(params, cache, rng.standard_normal((B, T, vocab)) * 0.3, h)
+    return call(params, cache, rng.standard_normal((B, T, vocab)) * 0.3)
 
 
 def gpt_backward_cases(rng):
@@ -193,33 +193,62 @@ def induction_score_cases(rng):
 # --- Exercise 4: greedy generation with a KV cache ---------------------------------------------------
 
 
-def generate(params, prompt, n_new, h):
-    """Greedy decoding by recomputation, and the keys and values of every fed position from one full pass."""
-    sequence = [int(t) for t in prompt]
-    for _ in range(n_new):
-        logits, _ = _forward(params, np.array(sequence)[None, :], h)
-        sequence.append(int(logits[0, -1].argmax()))
-    _, cache = _forward(params, np.array(sequence[:-1])[None, :], h)
-    return np.array(sequence[len(prompt):]), [(block["K"][0], block["V"][0]) for block in cache["blocks"]]
+def generate(params, prompt, n_new, cache):
+    """Greedy decoding that continues from `cache`, each fed position's keys and values computed once.
+
+    With an empty cache this is decoding by recomputation (the cases check that too); with a cache
+    of t0 positions, the prompt's first token sits at position t0 and attends to the cached keys
+    and values, whose tokens the function never sees: only an answer that uses the cache can match.
+    """
+    layers, width = len(cache), params["U"].shape[0]
+    keys = [np.asarray(pair[0], dtype=float) for pair in cache]  # (h, t0, hs) per layer
+    values = [np.asarray(pair[1], dtype=float) for pair in cache]
+    h, t0, hs = keys[0].shape
+    logits, sequence = None, [int(t) for t in prompt]
+    for position in range(t0, t0 + len(prompt) + n_new - 1):
+        token = sequence[position - t0]
+        x = params["E"][token] + params["P"][position]  # (C,)
+        for layer in range(layers):
+            a = _layer_norm(x, params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])
+            q, k, v = (np.einsum("c,cia->ia", a, params[f"b{layer}.{n}"].reshape(width, h, hs))  # (h, hs) each
+                       for n in ("Wq", "Wk", "Wv"))
+            keys[layer] = np.concatenate([keys[layer], k[:, None]], axis=1)  # (h, t + 1, hs)
+            values[layer] = np.concatenate([values[layer], v[:, None]], axis=1)
+            scores = np.einsum("ia,ita->it", q, keys[layer]) / np.sqrt(hs)  # (h, t + 1)
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+            weights = weights / weights.sum(axis=1, keepdims=True)
+            x = x + np.einsum("it,ita->ia", weights, values[layer]).reshape(width) @ params[f"b{layer}.Wo"]
+        logits = _layer_norm(x, params["lnf_gamma"], params["lnf_beta"]) @ params["U"]  # (V,)
+        if position - t0 + 1 >= len(prompt):
+            sequence.append(int(logits.argmax()))
+    return np.array(sequence[len(prompt):]), [(K, V) for K, V in zip(keys, values, strict=True)]
 
 
-def _generate_call(rng, prompt_length, n_new, vocab, width, layers, h, t_max=None):
-    t_max = prompt_length + n_new - 1 if t_max is None else t_max
+def _generate_call(rng, prompt_length, n_new, vocab, width, layers, h, history=0, t_max=None):
+    """A fresh model, a prompt, and a cache: empty, or the keys and values of `history` earlier positions."""
+    t_max = history + prompt_length + n_new - 1 if t_max is None else t_max
     params = _model(rng, vocab, t_max, width, layers)
-    return call(params, rng.integers(0, vocab, size=prompt_length), n_new, h)
+    hs = width // h
+    cache = [(rng.standard_normal((h, history, hs)), rng.standard_normal((h, history, hs))) for _ in range(layers)]
+    return call(params, rng.integers(0, vocab, size=prompt_length), n_new, cache)
 
 
 def generate_cases(rng):
-    # Fixed: a prompt of 3, 4 new tokens, 2 blocks of 2 heads, P exactly long enough.
+    # Fixed, from an empty cache: a prompt of 3, 4 new tokens, 2 blocks of 2 heads, P exactly long enough.
     yield _generate_call(rng, 3, 4, 6, 8, 2, 2)
     # One token in, one out: nothing is fed after the prompt.
     yield _generate_call(rng, 1, 1, 5, 4, 1, 1, t_max=3)
     # Three blocks, a longer run of new tokens.
     yield _generate_call(rng, 2, 6, 7, 6, 3, 3)
-    for _ in range(2):
+    # Continuing from a cache of earlier positions, whose tokens generate never sees: 4 of them with
+    # 2 heads in 2 blocks; 1 with one head in one block and a one-token prompt; 3 with 3 heads.
+    yield _generate_call(rng, 2, 3, 6, 8, 2, 2, history=4)
+    yield _generate_call(rng, 1, 2, 5, 4, 1, 1, history=1)
+    yield _generate_call(rng, 3, 2, 7, 6, 2, 3, history=3)
+    for history in (0, int(rng.integers(1, 5))):
         h = int(rng.integers(1, 4))
         yield _generate_call(rng, int(rng.integers(1, 6)), int(rng.integers(1, 7)), int(rng.integers(3, 9)),
-                             h * int(rng.integers(1, 4)), int(rng.integers(1, 4)), h)
+                             h * int(rng.integers(1, 4)), int(rng.integers(1, 4)), h, history=history)
 
 
 CHECKS = {
