@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import REPO, SOLUTIONS, lesson_ids
+from grader.course import REPO, SOLUTIONS
 from grader.extras import EXTRAS, LESSON_EXTRAS
-from tests.support import GRADED_KERNELS
+from tests.support import GRADED_KERNELS, lesson_of
 
 TIERS = {"unit": "unit", "integration": "kernel", "e2e": "browser"}
 # Why a test is in `make test-all` only: marker -> what it does that `make test` already covers once.
@@ -104,7 +104,8 @@ def shared_batch_in_background(request, shared):
     session = request.session
     builder = None
     if shared_batch.needs_shared_batch(session):
-        builder = shared_batch.start_in_background(shared, shared_batch.wants_every_case(session))
+        builder = shared_batch.start_in_background(shared, shared_batch.wants_every_case(session),
+                                                   shared_batch.lessons_wanted(session))
     yield
     if builder is not None:
         builder.wait()
@@ -128,20 +129,6 @@ def _kernel_line() -> str:
     tiers["kernel"] += sandboxed
     counts = ", ".join(f"{tier} {tiers[tier]}" for tier in TIERS.values())
     return f"kernels started: {sum(tiers.values())} ({counts}), {sandboxed} of them sandboxed for grading"
-
-
-def lesson_of(item: pytest.Item) -> str | None:
-    """The lesson a test item checks: an nbval cell of solutions/<id>/, or a test parametrized with it.
-
-    Any parameter whose value is a lesson id counts, whatever its name, so that a new parametrized
-    test cannot forget the optional extras.
-    """
-    if SOLUTIONS in item.path.parents:
-        return item.path.relative_to(SOLUTIONS).parts[0]
-    callspec = getattr(item, "callspec", None)
-    params = callspec.params if callspec else {}
-    known = lesson_ids()
-    return next((value for value in params.values() if isinstance(value, str) and value in known), None)
 
 
 def extras_of(item: pytest.Item) -> list[str]:

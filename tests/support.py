@@ -23,7 +23,7 @@ import tomllib
 from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import notebook
-from grader.course import REPO, SOLUTIONS, nbgrader_config, reference_notebook
+from grader.course import REPO, SOLUTIONS, lesson_ids, nbgrader_config, reference_notebook
 from grader.grading.roster import enrol
 from grader.layout import GRADEBOOK, Layout
 
@@ -377,3 +377,17 @@ def _with_surrogates(value):
     if isinstance(value, list):
         return [_with_surrogates(item) for item in value]
     return value
+
+
+def lesson_of(item) -> str | None:
+    """The lesson a test item checks: an nbval cell of solutions/<id>/, or a test parametrized with it.
+
+    Any parameter whose value is a lesson id counts, whatever its name, so that a new parametrized
+    test cannot forget the optional extras.
+    """
+    if SOLUTIONS in item.path.parents:
+        return item.path.relative_to(SOLUTIONS).parts[0]
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec else {}
+    known = lesson_ids()
+    return next((value for value in params.values() if isinstance(value, str) and value in known), None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.shared_batch import Graded, shared_batch, shared_course, wants_every_case
+from tests.integration.shared_batch import Graded, lessons_wanted, shared_batch, shared_course, wants_every_case
 from tests.support import Course
 
 
@@ -26,4 +26,4 @@ def course(shared) -> Course:
 @pytest.fixture(scope="session")
 def graded(request, course, shared) -> Graded:
     """The shared batch, graded (tests.integration.shared_batch.batch_submissions says which submissions)."""
-    return shared_batch(shared, wants_every_case(request.session))
+    return shared_batch(shared, wants_every_case(request.session), lessons_wanted(request.session))

@@ -4,7 +4,7 @@ Both are built by whoever asks first, in the session's shared folder, while hold
 others wait for the lock and load the result. The first test that needs them usually does not
 ask first: `start_in_background` (called by the root conftest when the session starts) builds them
 in a process of their own beside the first tests, so that neither xdist worker waits for them.
-Run as `python -m tests.integration.shared_batch SHARED EVERY` it is that background process.
+Run as `python -m tests.integration.shared_batch SHARED EVERY LESSONS` it is that background process.
 """
 
 from __future__ import annotations
@@ -25,7 +25,17 @@ from grader.course import REPO, lesson_ids
 from grader.extras import missing_extras
 from grader.grading.jobs import Job, Result
 from grader.grading.supervisor import supervise
-from tests.support import Course, build, cheat_lessons, cheats, core_cheat, core_variants, make_course, variants
+from tests.support import (
+    Course,
+    build,
+    cheat_lessons,
+    cheats,
+    core_cheat,
+    core_variants,
+    lesson_of,
+    make_course,
+    variants,
+)
 
 CELL_TIMEOUT = 30  # seconds per cell, as in grading (Lesson 10's memory case needs them on a loaded machine)
 LOOP, LOOP_TIMEOUT = "infinite-loop", 10  # the fixture that burns its cell's time limit, and a shorter limit for it
@@ -46,10 +56,10 @@ def shared_course(shared: Path) -> Course:
     return once(shared, "course", lambda root: make_course(root, cell_timeout=CELL_TIMEOUT))
 
 
-def shared_batch(shared: Path, every: bool) -> Graded:
-    """The shared course's batch (see `batch_submissions`), graded."""
+def shared_batch(shared: Path, every: bool, lessons: list[str]) -> Graded:
+    """The shared course's batch of `lessons` (see `batch_submissions`), graded."""
     course = shared_course(shared)
-    return once(shared, "graded", lambda folder: grade_batch(course, folder, every))
+    return once(shared, "graded", lambda folder: grade_batch(course, folder, every, lessons))
 
 
 def wants_every_case(session) -> bool:
@@ -60,12 +70,20 @@ def wants_every_case(session) -> bool:
     return any(item.get_closest_marker("exhaustive") for item in session.items)
 
 
+def lessons_wanted(session) -> list[str]:
+    """The lessons whose submissions the batch grades: those of the tests that read it, or every lesson
+    when one of them names none (a test parametrized by lesson names it: tests.support.lesson_of)."""
+    readers = [item for item in session.items if "graded" in getattr(item, "fixturenames", ())]
+    named = [lesson_of(item) for item in readers]
+    return sorted(set(named)) if named and None not in named else lesson_ids()
+
+
 def needs_shared_batch(session) -> bool:
     """Whether any test of the session uses the shared course or batch."""
     return any({"course", "graded"} & set(getattr(item, "fixturenames", ())) for item in session.items)
 
 
-def start_in_background(shared: Path, every: bool) -> subprocess.Popen | None:
+def start_in_background(shared: Path, every: bool, lessons: list[str]) -> subprocess.Popen | None:
     """Build the shared course and batch in a process of their own, unless another worker already started it.
 
     Its output goes to `shared / "background.log"`; if it fails, the first fixture that asks builds
@@ -77,7 +95,8 @@ def start_in_background(shared: Path, every: bool) -> subprocess.Popen | None:
         return None
     log = open(shared / "background.log", "w")  # noqa: SIM115 (the child writes to it until it ends)
     with log:
-        return subprocess.Popen([sys.executable, "-m", "tests.integration.shared_batch", str(shared), str(int(every))],
+        return subprocess.Popen([sys.executable, "-m", "tests.integration.shared_batch", str(shared), str(int(every)),
+                                 ",".join(lessons)],
                                 cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
@@ -95,13 +114,14 @@ class Graded:
         return nbformat.read(self.course.layout.autograded_notebook(student, lesson), as_version=4)
 
 
-def batch_submissions(course: Course, every: bool = True) -> dict[str, dict[str, nbformat.NotebookNode]]:
-    """lesson -> student -> notebook: the fixtures and cheats of every lesson whose extras are here.
+def batch_submissions(course: Course, every: bool = True,
+                      lessons: list[str] | None = None) -> dict[str, dict[str, nbformat.NotebookNode]]:
+    """lesson -> student -> notebook: the fixtures and cheats of `lessons` (default: all) whose extras are here.
 
     `every` False: only each lesson's core fixtures and cheat (tests.support.core_variants, core_cheat).
     """
     batch = {}
-    for lesson in lesson_ids():
+    for lesson in lessons or lesson_ids():
         if missing_extras(lesson):
             continue
         release = course.release(lesson)
@@ -115,8 +135,8 @@ def batch_submissions(course: Course, every: bool = True) -> dict[str, dict[str,
     return batch
 
 
-def grade_batch(course: Course, folder: Path, every: bool = True) -> Graded:
-    batch = batch_submissions(course, every)
+def grade_batch(course: Course, folder: Path, every: bool = True, lessons: list[str] | None = None) -> Graded:
+    batch = batch_submissions(course, every, lessons)
     for lesson, students in batch.items():
         course.submit(lesson, students)
     # Interleaved across lessons, longest lessons first, so that both workers stay busy to the end.
@@ -134,4 +154,4 @@ if __name__ == "__main__":
     # Through the module's own name, so that what is pickled names tests.integration.shared_batch, not __main__.
     from tests.integration import shared_batch as this
 
-    this.shared_batch(Path(sys.argv[1]), every=bool(int(sys.argv[2])))
+    this.shared_batch(Path(sys.argv[1]), every=bool(int(sys.argv[2])), lessons=sys.argv[3].split(","))
