@@ -914,8 +914,8 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 #
 # - no `(d, d)` matrices: work on the even and odd features (`x[..., 0::2]`, `x[..., 1::2]`) with
 #   a `(T, d/2)` table of angles, which broadcasts over the leading axes (the tests fail a call of
-#   section 4's `rope_matrices` or `rope_rotate`, and when your notebook is graded, one hidden input
-#   is too wide and too long for `(T, d, d)` rotation matrices to fit in the memory a notebook may use);
+#   section 4's `rope_matrices` or `rope_rotate`, and one of their inputs is too wide for
+#   `(T, d, d)` rotation matrices to fit in the memory a notebook may use);
 # - the interleaved pairing $(2i, 2i+1)$ of this lesson (not the half-split one);
 # - `x` itself is not modified.
 

@@ -31,8 +31,9 @@ import nbformat
 import psutil
 import pytest
 
-from grader.course import REPO, submission_filename
+from grader.course import REPO
 from grader.sandbox.bwrap import SETPRIV, python_dirs
+from grader.student.submission_names import submission_filename
 from tests.integration.test_hostile import ATTEMPT, LESSON, plant_key, unlink_key
 from tests.ordinary_user import as_ordinary_user, unused_uid, user_env
 from tests.support import batch_scores, build_notebook, hostile_cases, make_course, points_of
