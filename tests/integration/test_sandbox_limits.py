@@ -105,15 +105,18 @@ def test_the_keyring_calls_are_refused():
 def test_each_kernels_host_uid_read_from_the_host_is_neither_root_nor_the_graders():
     """Two kernels in a row: the host's process table shows each as a uid of its own (bwrap, which starts
     as root and drops to it inside, aside)."""
-    seen: dict[int, set[int]] = {}
+    seen: dict[str, set[int]] = {}  # kernel (its connection file) -> the uids its processes had
     done = threading.Event()
 
     def watch() -> None:
         while not done.is_set():
             for process in psutil.Process().children(recursive=True):  # this test's own, not the machine's
                 try:
-                    if process.name() != "bwrap" and "ipykernel_launcher" in " ".join(process.cmdline()):
-                        seen.setdefault(process.pid, set()).update(process.uids())
+                    command = process.cmdline()
+                    if process.name() != "bwrap" and "ipykernel_launcher" in " ".join(command):
+                        # one kernel may show as more than one process: key by its connection file
+                        kernel = command[command.index("-f") + 1] if "-f" in command else str(process.pid)
+                        seen.setdefault(kernel, set()).update(process.uids())
                 except psutil.Error:
                     pass
             time.sleep(0.05)
