@@ -391,3 +391,37 @@ def lesson_of(item) -> str | None:
     params = callspec.params if callspec else {}
     known = lesson_ids()
     return next((value for value in params.values() if isinstance(value, str) and value in known), None)
+
+
+# ---------------------------------------------------------------- hostile batches
+
+def write_download(archive: Path, lesson: str, release: nbformat.NotebookNode, cases: dict[str, dict],
+                   attempt: str) -> None:
+    """An LMS-style zip of `cases` (student -> batch-table spec, built on `release`), each handed in at `attempt`."""
+    import zipfile
+
+    from grader.student.submission_names import submission_filename
+
+    with zipfile.ZipFile(archive, "w") as handle:
+        for name, spec in cases.items():
+            # ensure_ascii: a lone surrogate in the notebook is written as its JSON escape, as a browser would
+            handle.writestr(submission_filename(lesson, name, attempt),
+                            nbformat.writes(build_notebook(lesson, release, spec), ensure_ascii=True))
+
+
+KEYCTL, ADD_KEY, KEYCTL_UNLINK, SESSION_KEYRING = 250, 248, 9, -3
+
+
+def plant_key(description: str, payload: str) -> int:
+    """Add a user key to this process's session keyring (the grader inherits it); its serial, or -1."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    data = payload.encode()
+    return libc.syscall(ADD_KEY, b"user", description.encode(), data, len(data), SESSION_KEYRING)
+
+
+def unlink_key(serial: int) -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).syscall(KEYCTL, KEYCTL_UNLINK, serial, SESSION_KEYRING)

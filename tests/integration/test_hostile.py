@@ -22,7 +22,6 @@ import subprocess
 import sys
 import threading
 import time
-import zipfile
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -34,8 +33,17 @@ import pytest
 from grader.course import REPO
 from grader.grading.autograde import main as autograde
 from grader.sandbox import cgroup
-from grader.student.submission_names import submission_filename
-from tests.support import Course, batch_scores, build_notebook, hostile_cases, make_course, points_of
+from tests.support import (
+    Course,
+    batch_scores,
+    build_notebook,
+    hostile_cases,
+    make_course,
+    plant_key,
+    points_of,
+    unlink_key,
+    write_download,
+)
 
 LESSON = "03-parallel-heads"
 MAX_TASKS = 64  # the course's KernelLimits.max_processes: each kernel's cgroup task limit
@@ -147,24 +155,6 @@ def sample(grader: subprocess.Popen, stop: threading.Event, into: Sampled) -> No
         time.sleep(0.1)
 
 
-KEYCTL, ADD_KEY, KEYCTL_UNLINK, SESSION_KEYRING = 250, 248, 9, -3
-
-
-def plant_key(description: str, payload: str) -> int:
-    """Add a user key to this process's session keyring (the grader inherits it); its serial, or -1."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    data = payload.encode()
-    return libc.syscall(ADD_KEY, b"user", description.encode(), data, len(data), SESSION_KEYRING)
-
-
-def unlink_key(serial: int) -> None:
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).syscall(KEYCTL, KEYCTL_UNLINK, serial, SESSION_KEYRING)
-
-
 @dataclass
 class Hostile:
     course: Course
@@ -220,11 +210,7 @@ def hostile(request, tmp_path_factory) -> Hostile:
         cases = {name: spec for name, spec in cases.items() if name.startswith("honest_") or name in ONE_PER_CLASS}
     release = course.release(LESSON)
     archive = root / "download.zip"
-    with zipfile.ZipFile(archive, "w") as handle:
-        for name, spec in cases.items():
-            # ensure_ascii: a lone surrogate in the notebook is written as its JSON escape, as a browser would
-            handle.writestr(submission_filename(LESSON, name, ATTEMPT),
-                            nbformat.writes(build_notebook(LESSON, release, spec), ensure_ascii=True))
+    write_download(archive, LESSON, release, cases, ATTEMPT)
     guarded = [course.root / "nbgrader_config.py", REPO / "nbgrader_config.py", REPO / "grader" / "nbgrader_config.py",
                REPO / "grader" / "pipeline" / "__init__.py"]
     before = {str(path): digest(path) for path in guarded}

@@ -24,7 +24,6 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
 from pathlib import Path
 
 import nbformat
@@ -33,11 +32,19 @@ import pytest
 
 from grader.course import REPO
 from grader.sandbox.bwrap import SETPRIV, python_dirs
-from grader.student.submission_names import submission_filename
-from tests.integration.test_hostile import ATTEMPT, LESSON, plant_key, unlink_key
 from tests.ordinary_user import as_ordinary_user, unused_uid, user_env
-from tests.support import batch_scores, build_notebook, hostile_cases, make_course, points_of
+from tests.support import (
+    batch_scores,
+    hostile_cases,
+    make_course,
+    plant_key,
+    points_of,
+    unlink_key,
+    write_download,
+)
 
+LESSON = "03-parallel-heads"  # the hostile suite's lesson
+ATTEMPT = "20260115-100000"
 pytestmark = pytest.mark.same_verdicts  # the hostile suite's verdicts, graded by an ordinary user
 
 CELL_TIMEOUT = 30  # seconds per cell: without a cgroup the limit is wall time, and the batch runs beside others
@@ -104,10 +111,7 @@ def grade(root: Path, home: Path, uid: int, wrapper: list[str]) -> dict:
     assert len(cases) == len(ATTACKS) + 1, set(ATTACKS) - set(cases)
     release = course.release(LESSON)
     archive = root / "download.zip"
-    with zipfile.ZipFile(archive, "w") as handle:
-        for name, spec in cases.items():
-            handle.writestr(submission_filename(LESSON, name, ATTEMPT),
-                            nbformat.writes(build_notebook(LESSON, release, spec), ensure_ascii=True))
+    write_download(archive, LESSON, release, cases, ATTEMPT)
     for path in (root, *root.rglob("*")):
         os.chown(path, uid, uid, follow_symlinks=False)
     key = plant_key(f"hostile-canary-{token}", f"SECRET-keyring-{token}")
