@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
-from traitlets import Integer
+from traitlets import Integer, List
 from zmq.utils.monitor import parse_monitor_message
 
 
@@ -18,21 +18,22 @@ class CappedKernelClient(AsyncKernelClient):
     """jupyter_client's AsyncKernelClient, with capped message sizes."""
 
     max_message_bytes = Integer(0, help="Bytes of the largest message part accepted; 0: no limit.")
+    monitors = List(help="The channels' socket monitors while they run (see refused_a_message).")
 
     def start_channels(self, *args, **kwargs) -> None:
         """Start the channels with sockets that refuse over-size messages, each with a monitor."""
         if self.max_message_bytes:
             self.context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
         super().start_channels(*args, **kwargs)
-        self._monitors = []
+        self.monitors = []
         if self.max_message_bytes:
             for channel in (self.shell_channel, self.iopub_channel, self.stdin_channel):
                 if channel.socket is not None:
-                    self._monitors.append(channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED))
+                    self.monitors.append(channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED))
 
     async def refused_a_message(self) -> bool:
         """True once the kernel's end of a socket was dropped (an over-size message, or the kernel gone)."""
-        for monitor in getattr(self, "_monitors", []):
+        for monitor in self.monitors:
             while await monitor.poll(0):
                 event = parse_monitor_message(await monitor.recv_multipart())
                 if event["event"] == zmq.EVENT_DISCONNECTED:
@@ -40,7 +41,7 @@ class CappedKernelClient(AsyncKernelClient):
         return False
 
     def stop_channels(self) -> None:
-        for monitor in getattr(self, "_monitors", []):
+        for monitor in self.monitors:
             monitor.close(linger=0)
-        self._monitors = []
+        self.monitors = []
         super().stop_channels()

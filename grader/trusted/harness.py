@@ -62,11 +62,10 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
     hooks = frozenset(id(f) for f in (sys.setprofile, sys.settrace, getattr(os, "fork", None),
                                       getattr(os, "forkpty", None), getattr(os, "posix_spawn", None))
                       if f is not None)
-    import _thread
-
-    thread_starts = frozenset(id(getattr(_thread, name)) for name in ("start_new_thread", "start_new",
-                                                                     "start_joinable_thread")
-                              if hasattr(_thread, name))
+    # The C functions that start a thread (threading's included), known by their public module and
+    # function names rather than imported from their module.
+    thread_starts = frozenset({("_thread", "start_new_thread"), ("_thread", "start_new"),
+                               ("_thread", "start_joinable_thread")})
     # For wire.Rng arguments: NumPy's own default_rng and the base-class getters of a generator's state.
     default_rng, generator_class = numpy.random.default_rng, numpy.random.Generator
     bit_generator_of = generator_class.bit_generator.__get__
@@ -265,7 +264,8 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
                 owner = getattr_(arg, "__self__", None)
                 if owner is touched or owner is tampered:
                     (tampered if owner is touched else touched).append("tampered with the grader's watch")
-                elif id_(arg) in hooks or id_(arg) in thread_starts:
+                elif id_(arg) in hooks or (getattr_(arg, "__module__", None),
+                                           getattr_(arg, "__name__", None)) in thread_starts:
                     touched.append("started a thread or process, or removed the grader's watch")
                 elif type_(owner) is context_var and "numpy" in str_(owner.name) and not called_by_numpy(frame):
                     touched.append("changed NumPy's floating-point error settings")

@@ -63,9 +63,15 @@ def used_private_names() -> set[str]:
                 parts = node.module.split(".") + [alias.name for alias in node.names]
                 found |= {f"{file}: {part}" for part in parts if private(part)}
             elif isinstance(node, ast.Import):
+                # the standard library's private modules too (_thread, say): they are not its interface
                 found |= {f"{file}: {part}" for alias in node.names for part in alias.name.split(".")
-                          if private(part) and not alias.name.startswith("grader")
-                          and alias.name.split(".")[0] not in sys.stdlib_module_names}
+                          if private(part) and not alias.name.startswith("grader")}
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "hasattr")
+                  and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                  and isinstance(node.args[1].value, str) and private(node.args[1].value)
+                  and node.args[1].value not in ours):
+                found.add(f"{file}: {node.args[1].value}")  # a private attribute read by its name
             elif isinstance(node, ast.Attribute) and private(node.attr) and node.attr not in ours:
                 if not (isinstance(node.value, ast.Name) and node.value.id in ("os", "sys") and node.attr == "_exit"):
                     found.add(f"{file}: {node.attr}")
