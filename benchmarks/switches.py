@@ -31,8 +31,25 @@ def _soup() -> None:
     safe_feedback_page.SafeFeedbackExporter.from_notebook_node = from_notebook_node
 
 
+def _figures() -> None:
+    """Grading kernels draw their figures, as stock nbgrader's do (no `InlineBackend.figure_formats=[]`)."""
+    from nbclient.util import run_sync
+
+    from grader.pipeline.guarded_execute import GuardedExecute
+
+    configured = GuardedExecute.async_start_new_kernel
+
+    async def async_start_new_kernel(self, **kwargs):  # the configuration is read again up to here
+        self.shortcut_arguments = [arg for arg in self.shortcut_arguments if "figure_formats" not in arg]
+        return await configured(self, **kwargs)
+
+    GuardedExecute.async_start_new_kernel = async_start_new_kernel
+    GuardedExecute.start_new_kernel = run_sync(async_start_new_kernel)
+
+
 SWITCHES: dict[str, Callable[[], None]] = {
     "soup": _soup,
+    "figures": _figures,
 }
 
 

@@ -41,6 +41,14 @@ def require_course_id(coursedir) -> None:
                                "(nbgrader's empty default only works with SQLite)")
 
 
+def open_gradebook(db_url: str, course_id: str):
+    """nbgrader's `Gradebook` at `db_url`, to use as a context manager; created (by nbgrader) if missing."""
+    from nbgrader.api import Gradebook
+
+    scripts_first_on_path()
+    return Gradebook(db_url, course_id)
+
+
 def scripts_first_on_path() -> None:
     """Put this environment's scripts folder first on PATH (in os.environ), even when it was not activated.
 

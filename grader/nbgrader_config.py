@@ -60,14 +60,11 @@ c.GuardedExecute.output_bytes_per_notebook = 16 * 1024**2  # and per notebook
 # competing for them slow every notebook down.
 c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 # Grading shortcuts. Each kernel is told it is being graded (NBGRADER_EXECUTION=autograde): through
-# lesson_helpers.py a lesson runs its demonstrations smaller and may draw its figures without their layout
-# pass. The kernel arguments below draw figures at 72 dpi, without the "tight" bounding box (a second drawing
-# of every figure), and with a fixed spacing between panels for figures drawn without a layout pass. Figures
-# still show in the feedback.
+# lesson_helpers.py a lesson runs its demonstrations smaller. The kernel argument below draws no figure:
+# the graded copy and the feedback show each one as its text (`<Figure size 1100x950 with 4 Axes>`).
+# Figures grade nothing, and drawing them is the costliest thing most lessons do.
 c.GuardedExecute.grading_shortcuts = True  # False grades every cell at full size: test_grading_shortcuts.py
-c.GuardedExecute.shortcut_arguments = [
-    "--InlineBackend.rc={'figure.dpi': 72, 'figure.subplot.hspace': 0.6, 'figure.subplot.wspace': 0.5}",
-    "--InlineBackend.print_figure_kwargs={'bbox_inches': None}"]
+c.GuardedExecute.shortcut_arguments = ["--InlineBackend.figure_formats=[]"]
 # A Python warning on stderr (a RuntimeWarning from the student's code, IPython's note after
 # sys.exit()) or a warning logged with `logging` in its default format (`WARNING:root:...`) does not
 # make a test cell that passed its assertions score 0.

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TextIO
 
 import nbformat
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import CannotGradeSafely, NotReleased
-from grader.gradebook import require_course_id
+from grader.gradebook import open_gradebook, require_course_id
 from grader.grading import gradelog, late, lesson_reports, report
 from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
@@ -91,7 +91,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     release = layout.release_notebook(lesson)
     require_course_id(coursedir)
     check_gradebook(coursedir.db_url)
-    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+    with open_gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         try:
             gradebook.find_assignment(lesson)
         except MissingEntry:

@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 from nbgrader.plugins import LateSubmissionPlugin
 from nbgrader.utils import parse_utc
 from traitlets import Dict, Float
 from traitlets.config import Configurable
+
+from grader.gradebook import open_gradebook
 
 DAY = 24 * 3600
 
@@ -63,7 +65,7 @@ class LatePenalty(LateSubmissionPlugin):
 def prepare(db_url: str, course_id: str, lesson: str, students: list[str], policy: LatePolicy) -> None:
     """Write `lesson`'s deadline and its students' extensions into the gradebook, where nbgrader reads them."""
     extensions = policy.extensions.get(lesson, {})
-    with Gradebook(db_url, course_id) as gradebook, warnings.catch_warnings():
+    with open_gradebook(db_url, course_id) as gradebook, warnings.catch_warnings():
         # A harmless SQLAlchemy notice nbgrader 0.9 triggers when it adds a submission (as in worker.py).
         warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session")
         gradebook.update_or_create_assignment(lesson, duedate=policy.deadline(lesson))
@@ -111,7 +113,7 @@ def read(db_url: str, course_id: str, lesson: str, students: list[str], submitte
     from grader.grading import lms
 
     found = {}
-    with Gradebook(db_url, course_id) as gradebook:
+    with open_gradebook(db_url, course_id) as gradebook:
         for student in students:
             origin = submitted / student / lesson / "collected_from.txt"
             name = origin.read_text(errors="replace").splitlines()[0] if origin.is_file() else ""

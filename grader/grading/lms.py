@@ -268,10 +268,10 @@ def attribute(path: str, modified: datetime, lesson: str, *, now: datetime | Non
 def record_names(db_url: str, course_id: str, roster: Roster, students: list[str]) -> None:
     """Give each of `students` that is on the roster its name and email in nbgrader's gradebook
     (shown by nbgrader's formgrader): the last word of the name as the last name."""
-    from nbgrader.api import Gradebook
+    from grader.gradebook import open_gradebook
 
     rows = {s.id: s for s in roster.students}
-    with Gradebook(db_url, course_id) as gradebook:
+    with open_gradebook(db_url, course_id) as gradebook:
         for student in students:
             if row := rows.get(student):
                 *first, last = row.name.split() or [""]

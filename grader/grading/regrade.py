@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 
+from grader.gradebook import open_gradebook
 from grader.grading.jobs import Result
 from grader.safe_text import for_terminal
 
@@ -33,7 +34,7 @@ def snapshot(db_url: str, course_id: str, lesson: str, students: Sequence[str],
              points: dict[str, float]) -> dict[str, dict[str, float | None]]:
     """student -> {grade_id: points} as the gradebook holds them now (students never graded are left out)."""
     found = {}
-    with Gradebook(db_url, course_id) as gradebook:
+    with open_gradebook(db_url, course_id) as gradebook:
         for student in students:
             try:
                 submitted = gradebook.find_submission_notebook(lesson, lesson, student)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nbgrader.api import Gradebook, InvalidEntry
+from nbgrader.api import InvalidEntry
+
+from grader.gradebook import open_gradebook
 
 
 def enrol(db_url: str, course_id: str, students: Iterable[str]) -> None:
     """Make sure every one of `students` is in the gradebook, even while another process adds the same ones."""
-    with Gradebook(db_url, course_id) as gradebook:
+    with open_gradebook(db_url, course_id) as gradebook:
         for student in students:
             try:
                 gradebook.update_or_create_student(student)

@@ -24,13 +24,13 @@ from functools import cache
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
 from grader import notebook
 from grader.course import nbgrader_config
-from grader.gradebook import nbgrader_api
+from grader.gradebook import nbgrader_api, open_gradebook
 from grader.grading import triage
 from grader.grading.jobs import Job, Result
 from grader.grading.triage import Flag
@@ -117,7 +117,7 @@ def _grade(job: Job) -> Result:
 def _scores(coursedir: CourseDirectory, job: Job, release) -> tuple[dict[str, float | None], list[str]] | None:
     """(points per test cell, cells nbgrader wants graded by hand) from the gradebook, or None when
     it holds no grades for this submission."""
-    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+    with open_gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
         try:
             submitted = gradebook.find_submission_notebook(job.lesson, job.lesson, job.student)
         except MissingEntry:

@@ -1,7 +1,7 @@
 """Grading shortcuts make grading cheaper and change no verdict.
 
 While grading, each kernel is told that it is being graded, so a lesson's demonstrations run a
-smaller version (lesson_helpers.py, docs/lesson-style.md), and it draws figures at a lower cost
+smaller version (lesson_helpers.py, docs/lesson-style.md), and it draws no figure
 (`GuardedExecute.grading_shortcuts` and `shortcut_arguments`, grader/nbgrader_config.py). The
 shared batch (tests/integration/conftest.py) grades every fixture with the shortcuts on. Here the
 reference answers and one common mistake of every lesson are graded again, in a copy of the same
@@ -12,11 +12,9 @@ in the other.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import shutil
 import sqlite3
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,15 +77,10 @@ def full_size(course, tmp_path_factory) -> FullSize:
     return FullSize(copy, {(job.lesson, job.student): result for job, result in zip(jobs, results, strict=True)})
 
 
-def png_widths(nb: nbformat.NotebookNode) -> list[int]:
-    """Pixel width of every PNG figure in the notebook's outputs, in order."""
-    widths = []
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            data = output.get("data", {}).get("image/png")
-            if data:
-                widths.append(struct.unpack(">I", base64.b64decode(data)[16:20])[0])  # IHDR width
-    return widths
+def figures(nb: nbformat.NotebookNode) -> list[set[str]]:
+    """The formats of every matplotlib figure in the notebook's outputs, in order."""
+    return [set(output.data) for cell in nb.cells for output in cell.get("outputs", [])
+            if output.get("data", {}).get("text/plain", "").startswith("<Figure size ")]
 
 
 def test_the_shortcuts_change_no_score(graded, full_size, lesson):
@@ -104,8 +97,9 @@ def test_the_shortcuts_change_no_score(graded, full_size, lesson):
 
 
 def test_the_shortcuts_were_on_in_the_batch_and_off_here(graded, full_size, lesson):
-    """Figures are drawn smaller while grading (72 dpi, no tight bounding box): only with the shortcuts on."""
-    shortcut = png_widths(graded.autograded(lesson, "reference"))
-    full = png_widths(nbformat.read(full_size.course.layout.autograded_notebook("reference", lesson), as_version=4))
-    assert shortcut and len(shortcut) == len(full), (shortcut, full)
-    assert all(small < large for small, large in zip(shortcut, full, strict=True)), (shortcut, full)
+    """No figure is drawn while grading (each shows as its text): only with the shortcuts on."""
+    shortcut = figures(graded.autograded(lesson, "reference"))
+    full = figures(nbformat.read(full_size.course.layout.autograded_notebook("reference", lesson), as_version=4))
+    assert full and len(shortcut) == len(full), (shortcut, full)
+    assert all(fmt == {"text/plain"} for fmt in shortcut), shortcut
+    assert all("image/png" in fmt for fmt in full), full

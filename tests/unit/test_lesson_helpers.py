@@ -1,4 +1,4 @@
-"""lesson_helpers.py, the module every lesson imports: full-size demonstrations except in a grading kernel."""
+"""lesson_helpers.py, which every lesson imports: full-size demonstrations except in a checking or grading kernel."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import lesson_helpers
 from grader.student.layout import LESSON_HELPERS, with_lesson_helpers
 
 
-@pytest.mark.parametrize(("execution", "full"), [(None, True), ("autograde", False), ("validate", True)])
-def test_demonstrations_run_small_only_while_autograded(monkeypatch, execution, full):
+@pytest.mark.parametrize(("execution", "full"), [(None, True), ("autograde", False), ("validate", False), ("", True)])
+def test_demonstrations_run_small_only_while_checked_or_graded(monkeypatch, execution, full):
     if execution is None:
         monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     else:
