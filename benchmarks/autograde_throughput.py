@@ -54,6 +54,7 @@ from nbgrader.api import Gradebook
 
 from benchmarks.batch import add_batch_arguments, busy_cpu, load, submit
 from grader.course import REPO, nbgrader_config, select_lessons
+from grader.grading.supervisor import default_workers
 from tests.support import Course, make_course
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1's CPU accounting, where mounted
@@ -159,7 +160,7 @@ def main(*, lesson: str, count: int, workers: int | None, timeout: int, exclude:
         courses = {name: make_course(root / name, cell_timeout=timeout) for name in names}
         students = submit(list(courses.values()), lesson, count, exclude)
         cores = os.cpu_count()
-        workers = workers or cores
+        workers = workers or default_workers()
         print(f"{lesson}: {len(students)} submissions, {cores} cores, {workers} workers, "
               f"load average {load()} (1/5/15 min)")
         print(f"{'':<38}{'wall s':>7} {'subs/min':>8} {'CPU s/sub':>9}")
@@ -236,7 +237,7 @@ def price_switches(*, lesson: str, count: int, workers: int | None, timeout: int
     with tempfile.TemporaryDirectory(prefix="autograde-switches-") as scratch:
         course = make_course(Path(scratch) / "course", cell_timeout=timeout)
         students = submit([course], lesson, count, exclude)
-        workers = workers or os.cpu_count()
+        workers = workers or default_workers()
         print(f"{lesson}: {len(students)} submissions, {workers} workers, load average {load()} (1/5/15 min)")
         configurations = ["none", *switches]
         cpu: dict[str, float] = dict.fromkeys(configurations, 0.0)
@@ -259,7 +260,7 @@ def price_switches(*, lesson: str, count: int, workers: int | None, timeout: int
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_batch_arguments(parser, count=60)
-    parser.add_argument("--workers", type=int, help="our worker processes (default: one per core)")
+    parser.add_argument("--workers", type=int, help="our worker processes (default: the grader's)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every configuration this many times, every other round in reverse order, "
                              "and take the ratios of the summed times (default: 1)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 import uuid
@@ -29,7 +28,7 @@ from grader.grading.jobs import Job, Result
 from grader.grading.lms import DownloadFormats, Roster, record_names
 from grader.grading.roster import enrol
 from grader.grading.similarity import SimilarityReport
-from grader.grading.supervisor import GradingProcesses, supervise
+from grader.grading.supervisor import GradingProcesses, default_workers, supervise
 from grader.grading.worker import grade
 from grader.layout import Layout
 from grader.pipeline.guarded_execute import GuardedExecute
@@ -60,9 +59,10 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     conventions; see grader/grading/collect.py). Students new to the gradebook are added.
 
     Each submission is graded by `grader.grading.worker.grade`, each kernel in the sandbox
-    (grader.sandbox): by default in `workers` grading processes of this machine (default: one per
-    core; grader.grading.supervisor), each submission stopped after `job_timeout` seconds (default:
-    GuardedExecute.notebook_timeout plus GradingProcesses.job_timeout_margin) so that none can hold up the batch. Any
+    (grader.sandbox): by default in `workers` grading processes of this machine (default:
+    GradingProcesses.workers, one more than the cores; grader.grading.supervisor), each submission
+    stopped after `job_timeout` seconds (default: GuardedExecute.notebook_timeout plus
+    GradingProcesses.job_timeout_margin) so that none can hold up the batch. Any
     `concurrent.futures.Executor` whose workers are processes that see this course's files and
     gradebook can be passed instead, e.g. a Dask cluster's `Client(...).get_executor()`; it is not
     shut down here.
@@ -116,7 +116,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     if job_timeout is None:
         notebook_limit = GuardedExecute(config=config).notebook_timeout
         job_timeout = notebook_limit + processes.job_timeout_margin if notebook_limit else math.inf
-    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    workers = max(1, min(workers or processes.workers or default_workers(), len(jobs)))
     log = layout.log(lesson)
     log.parent.mkdir(parents=True, exist_ok=True)
     bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
@@ -181,7 +181,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roster", type=Path,
                         help="CSV exported from the LMS with the columns id, name and optionally email, lms_id: "
                              "files are collected under the id of the roster row they match")
-    parser.add_argument("--workers", type=int, help="grading processes (default: one per core)")
+    parser.add_argument("--workers", type=int, help="grading processes (default: one more than the cores)")
     parser.add_argument("--force", action="store_true", help="regrade submissions already graded")
     parser.add_argument("--regrade", action="store_true",
                         help="regrade every stored submission (as --force) and print each score that changed: "

@@ -29,9 +29,17 @@ from grader.grading.jobs import Job, Result
 from grader.grading.worker import grade
 
 
+def default_workers() -> int:
+    """One grading process more than this machine's cores (GradingProcesses.workers = 0)."""
+    return (os.cpu_count() or 1) + 1
+
+
 class GradingProcesses(Configurable):
     """How `python -m grader autograde` grades on this machine: its grading processes and their time limits."""
 
+    workers = Integer(0, help="Grading processes side by side; 0: one more than this machine's cores, since each "
+                              "process leaves its core idle while it waits for its kernel, and its kernel while it "
+                              "writes the grades and feedback. `--workers` overrides it.").tag(config=True)
     jobs_per_process = Integer(25, help="Jobs a grading process grades before a fresh one takes over: reusing a "
                                         "process saves copying the pages a freshly forked one touches; retiring it "
                                         "bounds what its caches hold.").tag(config=True)
