@@ -205,8 +205,10 @@ def check_notebook(lesson: str, notebook: Path, *, config: Config | None = None)
     released = released_notebook(lesson, config)
     restored, deleted, edited = restore_locked_cells(nb, released)
     config = copy.deepcopy(config)
-    # The kernel's start-up log ("running over TCP without encryption") is noise for a student.
-    config.Execute.extra_arguments = [*config.Execute.get("extra_arguments", []), "--IPKernelApp.log_level=ERROR"]
+    # The kernel's start-up log ("running over TCP without encryption") is noise for a student. A
+    # check shows no output, so, as while grading, no figure is drawn.
+    config.Execute.extra_arguments = [*config.Execute.get("extra_arguments", []), "--IPKernelApp.log_level=ERROR",
+                                      "--InlineBackend.figure_formats=[]"]
     runner = _NotebookRunner(config=config)
     try:
         executed = runner.run(restored, notebook.resolve().parent)

@@ -56,6 +56,9 @@ def make(folder: Path, *args: str, timeout: float = 600) -> subprocess.Completed
                           env=env, text=True, capture_output=True, timeout=timeout)
 
 
+# The distribution's own `make test` (below) checks its untouched notebook in make test; these two
+# re-prove, in the distribution, the repository's check and submit (test_selfcheck, test_submit).
+@pytest.mark.more_cases
 def test_make_check_on_the_untouched_notebook_says_not_attempted(student):
     done = make(student, "check", f"LESSON={LESSON}")
     tests = notebook.test_points(nbformat.read(student / NOTEBOOK, as_version=4))
@@ -65,6 +68,7 @@ def test_make_check_on_the_untouched_notebook_says_not_attempted(student):
     assert "Kernel is running over TCP" not in done.stdout + done.stderr
 
 
+@pytest.mark.more_cases
 def test_reference_answers_pass_and_make_submit_writes_what_the_instructor_collects(student, tmp_path):
     path = student / NOTEBOOK
     nbformat.write(build(LESSON, path, Variant("reference")), path)

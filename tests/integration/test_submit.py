@@ -11,6 +11,7 @@ import subprocess
 from datetime import datetime, timedelta, timezone
 
 import nbformat
+import pytest
 
 from grader import notebook
 from grader.course import REPO, student_notebook
@@ -47,6 +48,7 @@ def test_a_passing_notebook_is_copied_as_is_and_collected_by_the_instructor(tmp_
     assert (submitted / "ada_lovelace" / LESSON / "timestamp.txt").read_text().startswith("2026-11-29 14:05:30")
 
 
+@pytest.mark.more_cases  # make test submits once, a passing notebook (above)
 def test_make_submit_warns_about_a_failing_self_check_but_still_writes_the_file(tmp_path):
     # The committed release, untouched: every exercise "not attempted". `-o` keeps make from
     # reinstalling .venv when requirements.txt is newer than its stamp.
