@@ -24,7 +24,7 @@ import nbformat
 from grader.course import REPO, lesson_ids
 from grader.extras import missing_extras
 from grader.grading.jobs import Job, Result
-from grader.grading.supervisor import default_workers, supervise
+from grader.grading.supervisor import supervise
 from tests.support import (
     Course,
     build,
@@ -145,7 +145,8 @@ def grade_batch(course: Course, folder: Path, every: bool = True, lessons: list[
     jobs = [job for group in itertools.zip_longest(*per_lesson) for job in group if job is not None]
     folder.mkdir()
     log = folder / "workers.log"
-    results = supervise(jobs, workers=default_workers(), job_timeout=600, log=log)
+    # One grading process per core, not the grader's one more: the xdist workers keep the cores busy meanwhile.
+    results = supervise(jobs, workers=os.cpu_count() or 2, job_timeout=600, log=log)
     return Graded(course, {(job.lesson, job.student): result for job, result in zip(jobs, results, strict=True)})
 
 

@@ -103,8 +103,8 @@ def test_the_keyring_calls_are_refused():
 
 
 def test_each_kernels_host_uid_read_from_the_host_is_neither_root_nor_the_graders():
-    """Two kernels in a row: the host's process table shows each as a uid of its own (bwrap, which starts
-    as root and drops to it inside, aside)."""
+    """Two kernels in a row: the host's process table shows each as a uid of its own (bwrap and setpriv,
+    which start as root and drop to it, aside)."""
     seen: dict[str, set[int]] = {}  # kernel (its connection file) -> the uids its processes had
     done = threading.Event()
 
@@ -113,7 +113,9 @@ def test_each_kernels_host_uid_read_from_the_host_is_neither_root_nor_the_grader
             for process in psutil.Process().children(recursive=True):  # this test's own, not the machine's
                 try:
                     command = process.cmdline()
-                    if process.name() != "bwrap" and "ipykernel_launcher" in " ".join(command):
+                    # bwrap and setpriv start as root and drop to the kernel's uid before it runs
+                    # (setpriv's command line names the kernel it is about to become)
+                    if process.name() not in ("bwrap", "setpriv") and "ipykernel_launcher" in " ".join(command):
                         # one kernel may show as more than one process: key by its connection file
                         kernel = command[command.index("-f") + 1] if "-f" in command else str(process.pid)
                         seen.setdefault(kernel, set()).update(process.uids())
