@@ -39,7 +39,7 @@ def _figures() -> None:
 
     configured = GuardedExecute.async_start_new_kernel
 
-    async def async_start_new_kernel(self, **kwargs):  # the configuration is read again up to here
+    async def async_start_new_kernel(self, **kwargs):  # not in __init__: nbgrader reloads the configuration after it
         self.shortcut_arguments = [arg for arg in self.shortcut_arguments if "figure_formats" not in arg]
         return await configured(self, **kwargs)
 

@@ -17,6 +17,7 @@ Pygments' spans for keywords, strings and comments only.
 from __future__ import annotations
 
 import html
+import os
 import re
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
-from traitlets import Integer, default, validate
+from traitlets import Integer, Unicode, default, validate
 
 from grader.pipeline.clean_feedback import clean_html, math
 
@@ -60,20 +61,15 @@ class SafeFeedbackExporter(HTMLExporter):
 
     max_bytes = Integer(8 * 1024**2, help="Largest feedback page written, in bytes.").tag(config=True)
 
-    @default("template_name")
-    def _template_name_default(self):
-        return TEMPLATE
+    # Not configurable: whatever nbgrader configures (its own "feedback"), the page's safety depends on it.
+    template_name = Unicode(TEMPLATE, help="The course's feedback template (not configurable).")
 
     @default("extra_template_basedirs")
-    def _default_extra_template_basedirs(self):
-        return [TEMPLATES, *super()._default_extra_template_basedirs()]
-
-    @validate("template_name")
-    def _template_name_validate(self, proposal):
-        return TEMPLATE  # whatever nbgrader configures (its own "feedback"): the page's safety depends on it
+    def _course_templates_then_cwd(self):  # nbconvert's own default is the working folder alone
+        return [TEMPLATES, os.getcwd()]
 
     @validate("extra_template_basedirs")
-    def _extra_template_basedirs_validate(self, proposal):
+    def _course_templates_first(self, proposal):  # folders configured (nbgrader's too) come after the course's
         return [TEMPLATES, *(path for path in proposal["value"] if path != TEMPLATES)]
 
     def from_notebook_node(self, nb, resources=None, **kw):

@@ -4,7 +4,8 @@ A private name (one underscore, not a dunder) of nbgrader, nbclient, jupyter_cli
 SQLAlchemy, numpy or any other package can change in any release. Three ways of using one are
 found: importing it (`from numpy._core import x`, `import numpy._core`), reading it from an object
 of another library's (`engine.pool._dialect`: an attribute name that no code of the grader defines),
-and overriding it (a method of a grader class whose base class outside the grader has it).
+calling it on `super()`, and overriding it (a method of a grader class, traitlets' `@default` and
+`@validate` handlers included, whose base class outside the grader has it).
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ def _on_self(node: ast.Attribute) -> bool:
     return isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
 
 
+def _on_super(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) and node.value.func.id == "super"
+
+
 def used_private_names() -> set[str]:
     """`file: name` for each private name of another library the grader's code imports or reads."""
     trees = sources()
@@ -72,6 +77,8 @@ def used_private_names() -> set[str]:
                   and isinstance(node.args[1].value, str) and private(node.args[1].value)
                   and node.args[1].value not in ours):
                 found.add(f"{file}: {node.args[1].value}")  # a private attribute read by its name
+            elif isinstance(node, ast.Attribute) and private(node.attr) and _on_super(node):
+                found.add(f"{file}: {node.attr}")  # a base class's private method, even one the grader overrides
             elif isinstance(node, ast.Attribute) and private(node.attr) and node.attr not in ours:
                 if not (isinstance(node.value, ast.Name) and node.value.id in ("os", "sys") and node.attr == "_exit"):
                     found.add(f"{file}: {node.attr}")
@@ -90,6 +97,7 @@ def overridden_private_methods() -> set[str]:
                 continue
             outside = [base for base in cls.__mro__[1:] if not base.__module__.startswith("grader")]
             for name, value in cls.__dict__.items():
+                value = getattr(value, "func", value)  # a traitlets @default, @validate or @observe handler
                 written_here = inspect.isfunction(value) and value.__module__ == module.__name__
                 if written_here and private(name) and any(name in vars(base) for base in outside):
                     found.add(f"{info.name}: {cls.__name__}.{name}")
@@ -114,10 +122,18 @@ def test_the_scan_finds_each_kind_of_use(tmp_path, monkeypatch):
         "import os\nimport numpy._core\nfrom numpy._core import _methods\n"
         "from nbclient import NotebookClient\n"
         "class Client(NotebookClient):\n    async def _async_handle_timeout(self, timeout, cell=None):\n        pass\n"
+        "from nbconvert.exporters import TemplateExporter\nfrom traitlets import default, validate\n"
+        "class Exporter(TemplateExporter):\n"
+        "    @validate('template_name')\n    def _template_name_validate(self, proposal):\n        return ''\n"
+        "    @default('extra_template_basedirs')\n    def _default_extra_template_basedirs(self):\n"
+        "        return super()._default_extra_template_basedirs()\n"
         "def f(engine):\n    engine.pool._dialect = 1\n    return os._exit\n")
     monkeypatch.setattr(sys.modules[__name__], "GRADER", package)
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [name for name in sys.modules if name == "grader" or name.startswith("grader.")]:
         monkeypatch.delitem(sys.modules, name)
     assert used_private_names() == {"grader/uses.py: _core", "grader/uses.py: _methods",
-                                    "grader/uses.py: _dialect", "grader.uses: Client._async_handle_timeout"}
+                                    "grader/uses.py: _dialect", "grader.uses: Client._async_handle_timeout",
+                                    "grader/uses.py: _default_extra_template_basedirs",
+                                    "grader.uses: Exporter._template_name_validate",
+                                    "grader.uses: Exporter._default_extra_template_basedirs"}
