@@ -805,7 +805,8 @@ for scheme in start:
 # for an even width $d$, the same numbers as `sinusoidal_loop`, but with no Python loop: build the
 # `(T, d/2)` table of angles $t\,\omega_i$ by broadcasting a column of positions against a row of
 # frequencies, and write the sines into the even columns and the cosines into the odd ones
-# (`pe[:, 0::2]`, `pe[:, 1::2]`). Do not call `sinusoidal_loop`: the tests fail a call that does.
+# (`pe[:, 0::2]`, `pe[:, 1::2]`). Do not call `sinusoidal_loop` or copy its loops: the tests run
+# your function with `sinusoidal_loop` and `range` switched off, and fail a call that uses either.
 
 # %% nbgrader={"grade": false, "grade_id": "sinusoidal_encoding", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def sinusoidal_encoding(T, d):
@@ -845,19 +846,21 @@ _PE_2_4 = {
 }
 
 
-def _refuse_the_loop(T, d):
-    raise AssertionError("sinusoidal_encoding called sinusoidal_loop, which the exercise forbids: build the table "
-                         "by broadcasting")
+def _refuse_the_loop(*args):
+    raise AssertionError("sinusoidal_encoding called sinusoidal_loop or range, which the exercise forbids: build "
+                         "the table by broadcasting, with no Python loop")
 
 
 def check_sinusoidal_encoding(T, d):
     """Visible check of the properties every sinusoidal table has, with a hint for the usual mistakes."""
     lesson_loop = globals()["sinusoidal_loop"]
-    globals()["sinusoidal_loop"] = _refuse_the_loop  # the exercise asks for the table without it
+    # The exercise asks for the table without the lesson's loop and without loops of its own.
+    globals().update(sinusoidal_loop=_refuse_the_loop, range=_refuse_the_loop)
     try:
         got = sinusoidal_encoding(T, d)
     finally:
         globals()["sinusoidal_loop"] = lesson_loop
+        del globals()["range"]  # the builtin again
     assert isinstance(got, np.ndarray), f"sinusoidal_encoding should return a NumPy array, got {type(got).__name__}"
     if got.shape == (d, T) and T != d:
         raise AssertionError(f"got shape {got.shape}: rows are positions and columns features, (T, d) = {(T, d)}")

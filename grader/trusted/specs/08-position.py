@@ -10,6 +10,10 @@ drawn from `rng`, which is seeded afresh for every grading run.
 (8 GiB, more than a graded kernel may address): an answer that copies `rope_matrices` and
 `rope_rotate` instead of calling them (calling them is refused) runs out of memory there.
 
+`sinusoidal_encoding` runs with the lesson's `sinusoidal_loop` and the builtin `range` refused (the
+notebook's globals `sinusoidal_loop` and `range` replaced): the exercise asks for the table by
+broadcasting, so an answer that calls the lesson's loop or copies it fails.
+
 `rope_scores` is checked against a reference computed from the offsets alone: entry (m, n) is
 q_m^T R(p_n - p_m) k_n / sqrt(d), built from p_n - p_m without rotating anything to an absolute
 position. Some of its cases send the same q and k twice, with every position shifted by a large
@@ -44,13 +48,14 @@ def sinusoidal_encoding_cases(rng):
         yield call(T, d)
 
 
-def sinusoidal_loop(T, d):  # the lesson's loop, refused while the student's function is called
-    raise PermissionError("Exercise 1 asks for the table without sinusoidal_loop")
+def sinusoidal_loop(*args):  # the lesson's loop, and range, refused while the student's function is called
+    raise PermissionError("Exercise 1 asks for the table without sinusoidal_loop and without a Python loop")
 
 
 def sinusoidal_encoding_compare(expected, got):
     if isinstance(got, Raised) and got.name == "PermissionError":
-        return "raised PermissionError: it called sinusoidal_loop, which the exercise forbids"
+        return ("raised PermissionError: it called sinusoidal_loop or range (a copy of the lesson's loop), which the "
+                "exercise forbids")
     return Same()(expected, got)
 
 
@@ -150,7 +155,7 @@ def rope_scores_cases(rng):
 CHECKS = {
     "test_sinusoidal_encoding": Check("sinusoidal_encoding", sinusoidal_encoding, sinusoidal_encoding_cases,
                                       compare=sinusoidal_encoding_compare,
-                                      replace_globals={"sinusoidal_loop": sinusoidal_loop}),
+                                      replace_globals={"sinusoidal_loop": sinusoidal_loop, "range": sinusoidal_loop}),
     "test_apply_rope": Check("apply_rope", apply_rope, apply_rope_cases, unchanged_args=True,
                              compare=apply_rope_compare,
                              replace_globals={"rope_matrices": rope_matrices, "rope_rotate": rope_matrices}),
