@@ -198,7 +198,8 @@ class Check:
         call with `np.random.default_rng(seed)`, and the generator's state after the call must match.
     unchanged_args: the student's function must leave its arguments exactly as they were. The harness
         judges the argument objects it passed (kept in a tuple the function cannot rebind), not whatever
-        its argument list holds after the call.
+        its argument list holds after the call, and sends back each one's digest (`wire.digest`), so that
+        a large argument costs the cell's output nothing.
     compare: `compare(expected, got)` returns None when they match, else a one-line message.
     replace_globals: {name: function} for an exercise whose function calls another graded function
         of the notebook (attention calling softmax). During each hidden call, the global `name` that

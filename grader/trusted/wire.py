@@ -21,6 +21,11 @@ tag, an extra key, a dtype outside the allowlist, a byte count that does not mat
     {"t": "unsupported", "type": "Foo"}        (kernel to grader only) a value of another type
     {"t": "raised", "types": ["ValueError", "Exception", ...]}  (results only) the call raised
 
+For a check that wants its arguments left unchanged, the harness sends back, after each call, not
+the arguments but each one's `digest`: the SHA-256 of its tagged value as canonical JSON text
+(keys sorted, no spaces), 64 hex digits. The grader compares it with the digest of what it sent,
+so a large argument costs the cell's output 64 characters.
+
 A NumPy Generator cannot travel as data, but its seed can: the grader sends `Rng(seed)`, the
 harness hands the function `default_rng(seed)` and, after the call, reports the state of every
 generator it made (a results case's "rngs": the PCG64 state dicts, in the order the generators
@@ -34,6 +39,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import json
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -58,6 +65,7 @@ MAX_TEXT = 10_000  # characters of one string
 MAX_NAME = 200  # characters of a type name
 MAX_DIGITS = 400  # digits of one int
 _INT = re.compile(rf"-?[0-9]{{1,{MAX_DIGITS}}}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class Malformed(ValueError):
@@ -106,7 +114,7 @@ class Outcome:
     """One call of the student's function: what it returned (or raised), and its arguments afterwards."""
 
     result: Any
-    args: tuple | None  # None unless the check asked for the arguments after the call
+    args: tuple | None  # each argument's `digest` after the call; None unless the check asked for them
     rngs: tuple = ()  # the state of each generator made from an Rng argument, after the call
 
 
@@ -144,6 +152,11 @@ def encode(value: Any) -> dict:
             raise TypeError("only dicts with str keys can be sent")
         return {"t": "dict", "v": [[key, encode(item)] for key, item in value.items()]}
     raise TypeError(f"cannot send a {type(value).__name__} to the kernel")
+
+
+def digest(encoded: dict) -> str:
+    """The SHA-256 of a tagged value (`encode`'s) as canonical JSON text: how an argument comes back."""
+    return hashlib.sha256(json.dumps(encoded, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _wire_dtype(dtype: np.dtype) -> str:
@@ -292,7 +305,9 @@ def decode_outcome(obj: Any, *, n_args: int | None, budget: _Budget, n_rngs: int
         items = obj["args"]
         if not isinstance(items, list) or len(items) != n_args:
             raise Malformed("the arguments after the call do not match the call")
-        args = tuple(decode(item, _budget=budget) for item in items)
+        if not all(isinstance(item, str) and _DIGEST.fullmatch(item) for item in items):
+            raise Malformed("the arguments after the call must be digests")
+        args = tuple(items)
     rngs = ()
     if n_rngs:
         items = obj["rngs"]
@@ -307,7 +322,7 @@ def decode_results(bundle: Any, *, token: str, check: str, n_args: Sequence[int 
     """The outcomes of one check's calls, from the one results bundle its test cell displayed.
 
     `n_args[i]` is the number of positional arguments of call i when the check asked for the
-    arguments after the call, else None; `n_rngs[i]` the number of `Rng` in call i's arguments
+    arguments' digests after the call, else None; `n_rngs[i]` the number of `Rng` in call i's arguments
     (none by default). Anything that does not match exactly is `Malformed`.
     """
     if not isinstance(bundle, dict) or set(bundle) != {"format", "token", "check", "cases"}:
@@ -328,7 +343,7 @@ def decode_results(bundle: Any, *, token: str, check: str, n_args: Sequence[int 
 
 
 def encode_calls(calls: Iterable[tuple[tuple, dict]], keep_args: bool) -> dict:
-    """The payload of one check: every call's arguments, and whether to send them back afterwards."""
+    """The payload of one check: every call's arguments, and whether to send their digests back afterwards."""
     return {"keep_args": keep_args,
             "cases": [{"args": [encode(a) for a in args], "kwargs": [[k, encode(v)] for k, v in kwargs.items()]}
                       for args, kwargs in calls]}

@@ -173,7 +173,8 @@ def test_wire_round_trips_values_exactly():
     for value in values:
         bundle = harness_results(lambda v: v, (value,), keep_args=True)
         (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[1])
-        assert wire.encode(outcome.result) == wire.encode(value) == wire.encode(outcome.args[0])
+        assert wire.encode(outcome.result) == wire.encode(value)
+        assert outcome.args == (wire.digest(wire.encode(value)),)
 
 
 def test_wire_reports_what_it_cannot_carry():
@@ -217,8 +218,8 @@ def test_harness_passes_tensors_for_a_tensors_check():
     got = outcome(split, x, 3)
     assert seen == [torch.Tensor]
     assert wire.encode(got.result) == wire.encode((x.reshape(2, 3, 2).transpose(0, 2, 1), np.full(2, 3, np.float32), 3))
-    assert wire.encode(got.args) == wire.encode((x, 3))
-    assert np.array_equal(outcome(lambda t, n: t.zero_(), x, 3).args[0], np.zeros_like(x)), "in place, seen after"
+    assert got.args == (wire.digest(wire.encode(x)), wire.digest(wire.encode(3)))
+    assert outcome(lambda t, n: t.zero_(), x, 3).args[0] == wire.digest(wire.encode(np.zeros_like(x))), "seen after"
     assert outcome(lambda t, n: t.numpy(), x, 3).result == wire.Unsupported("numpy.ndarray, not a torch.Tensor")
     assert outcome(lambda t, n: t.bfloat16(), x, 3).result == wire.Unsupported("tensor of dtype torch.bfloat16")
     with mock.patch.dict(sys.modules, {"torch": None}):  # a kernel without torch: every call fails
@@ -243,7 +244,8 @@ def test_generators_cross_as_seeds_and_report_what_was_drawn():
         bundle = harness_results(function, args, keep_args=True)
         (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[2], n_rngs=[2])
         assert np.array_equal(outcome.result, expected)
-        assert outcome.args == args, "a generator made from an Rng comes back as that Rng"
+        assert outcome.args == tuple(wire.digest(wire.encode(a)) for a in args), (
+            "a generator made from an Rng comes back as that Rng")
         assert ([wire.encode(s) for s in outcome.rngs] == [wire.encode(s) for s in states]) == same_states
     with pytest.raises(wire.Malformed):
         wire.decode_results(bundle, token="token", check="check", n_args=[2])  # states nobody asked for
@@ -265,6 +267,8 @@ def tampered(change) -> dict:
     lambda b: b["cases"][0]["result"].update(shape=[4]),
     lambda b: b["cases"][0]["result"].update(shape=[True, 3]),
     lambda b: b["cases"][0]["result"].update(data="not base64!"),
+    lambda b: b["cases"][0].update(args=[{"t": "array", "dtype": "<f8", "shape": [1], "data": "AAAAAAAAAAA="}]),
+    lambda b: b["cases"][0].update(args=["0" * 63 + "G"]),
     lambda b: b["cases"][0]["result"].update(code="__import__('os')"),
     lambda b: b["cases"][0].update(result={"t": "pickle", "v": base64.b64encode(b"cos\nsystem\n").decode()}),
     lambda b: b["cases"][0].update(result={"t": "int", "v": "1e9"}),
@@ -272,10 +276,12 @@ def tampered(change) -> dict:
     lambda b: b["cases"][0].update(result={"t": "dict", "v": [["k", {"t": "none"}], ["k", {"t": "none"}]]}),
     lambda b: b["cases"][0].update(result=json.loads('{"t": "list", "v": [' * 40 + "]}" * 40)),
 ], ids=["token", "check", "format", "extra-key", "extra-case", "object-dtype", "shape-vs-bytes", "bool-shape",
-        "not-base64", "extra-field", "unknown-tag", "int-text", "float-number", "duplicate-key", "too-deep"])
+        "not-base64", "args-not-digests", "args-bad-digest", "extra-field", "unknown-tag", "int-text", "float-number",
+        "duplicate-key", "too-deep"])
 def test_wire_rejects_malformed_results(change):
+    bundle = tampered(change)
     with pytest.raises(wire.Malformed):
-        wire.decode_results(tampered(change), token="token", check="check", n_args=[None])
+        wire.decode_results(bundle, token="token", check="check", n_args=[1 if "args" in bundle["cases"][0] else None])
 
 
 def doubled(x):  # a trusted definition, sent to the kernel by Check.replace_globals
@@ -458,4 +464,4 @@ def test_a_modified_input_is_seen_even_when_the_function_swaps_the_callers_list_
     bundle = harness_results(zero_and_hide, (np.arange(1.0, 4.0),), keep_args=True)
     (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[1])
     assert outcome.result == 6.0
-    assert np.array_equal(outcome.args[0], np.zeros(3)), "the argument the function was given, as it left it"
+    assert outcome.args[0] == wire.digest(wire.encode(np.zeros(3))), "the argument it was given, as it left it"

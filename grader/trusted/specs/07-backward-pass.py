@@ -16,8 +16,8 @@ Every backward pass also gets one case far too large to differentiate numericall
 cell's time limit (central differences of the forward pass need two forward passes per input entry:
 for attention and the layer, each over a (1000, 1000) table of scores; for the softmax, 220,000
 passes over one row of 110,000 scores, more than the cell's limit). The softmax case's weights come
-in float32, as mixed-precision training keeps them, so that they, the inputs sent back and the
-result fit a cell's output; a float32 answer matches the reference well within the tolerance. An answer that
+in float32, as mixed-precision training keeps them, so that the result fits a cell's output; a
+float32 answer matches the reference well within the tolerance. An answer that
 differentiates the provided forward numerically (`numerical_gradient`) instead of running the
 backward pass cannot finish it. That case is checked against the reference alone. Its inputs stay
 small in bytes: the results of a test cell must fit the grader's output limit.
@@ -244,7 +244,7 @@ def softmax_backward_cases(rng):
     masked = np.where(np.tril(np.ones((T, T), dtype=bool)), rng.standard_normal((3, T, T)), -np.inf)  # (3, T, T)
     yield call(softmax(masked), rng.standard_normal((3, T, T)))
     # No time to differentiate numerically. Kept in float32, as mixed-precision training keeps them, so
-    # that the inputs sent back (unchanged_args) and the result fit a cell's output.
+    # that the result fits a cell's output.
     A, dA = softmax(rng.standard_normal(LARGE_SOFTMAX)), rng.standard_normal(LARGE_SOFTMAX)
     yield call(A.astype(np.float32), dA.astype(np.float32))
 

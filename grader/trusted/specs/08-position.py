@@ -108,8 +108,8 @@ def apply_rope_cases(rng):
     yield call(rng.standard_normal((5, 2)), np.arange(5, dtype=np.int64) * 3, 10)
     # Too wide for section 4's matrices, copied or called: one (d, d) rotation per position is
     # T * d * d = 2**30 float64 numbers, 8 GiB, twice the address space of a graded kernel
-    # (KernelLimits.memory_limit), so building them raises MemoryError; x takes 512 KiB, so x sent
-    # back (unchanged_args) and the result fit in what a cell may output.
+    # (KernelLimits.memory_limit), so building them raises MemoryError; x takes 512 KiB, so the result
+    # fits in what a cell may output.
     T, d = LARGE_ROPE
     yield call(rng.standard_normal((T, d)), rng.integers(0, 5000, size=T).astype(np.int64))
     # The relative-position property: one q and one k at every position (x[0] and x[1]), positions

@@ -288,9 +288,7 @@ CHECKS = {
     "test_online_softmax_merge": Check("online_softmax_merge", online_softmax_merge, online_softmax_merge_cases,
                                        unchanged_args=True, compare=Same(rtol=1e-10, atol=1e-12), strict_floats=True),
     "test_kv_cache_bytes": Check("kv_cache_bytes", kv_cache_bytes, kv_cache_bytes_cases),
-    # unchanged_args would send all six arguments of the memory case back with the three gradients,
-    # more than a cell may output; the visible checks test that the inputs are left unchanged.
     "test_flash_attention_backward": Check("flash_attention_backward", flash_attention_backward,
-                                           flash_attention_backward_cases, compare=Same(rtol=1e-9, atol=1e-10),
-                                           strict_floats=True),
+                                           flash_attention_backward_cases, unchanged_args=True,
+                                           compare=Same(rtol=1e-9, atol=1e-10), strict_floats=True),
 }
