@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-from pathlib import Path
 
-import nbgrader.api as nbgrader_api
 import pytest
 from nbgrader.api import Gradebook
 
@@ -14,30 +11,12 @@ from grader.errors import GradebookRefused
 from grader.grading.gradebook_check import check_gradebook
 
 
-def alembic_head() -> str:
-    """What nbgrader's `get_alembic_version` reads from an `alembic heads` command, read in this process."""
-    import nbgrader
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
-
-
-@pytest.fixture(scope="module")
-def made_by_nbgrader(tmp_path_factory) -> Path:
-    """A gradebook as nbgrader makes it, made once and copied per test."""
-    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
-    with pytest.MonkeyPatch.context() as patch:  # nbgrader's own `alembic heads` takes seconds to start
-        patch.setattr(nbgrader_api, "get_alembic_version", alembic_head)
-        with Gradebook(f"sqlite:///{path}") as book:
-            book.add_student("ada")
-    return path
-
-
 @pytest.fixture
-def gradebook(made_by_nbgrader, tmp_path) -> str:
-    copy = tmp_path / "gradebook.db"
-    shutil.copyfile(made_by_nbgrader, copy)
-    return f"sqlite:///{copy}"
+def gradebook(gradebook_url) -> str:
+    """A gradebook as nbgrader makes it, with one student."""
+    with Gradebook(gradebook_url) as book:
+        book.add_student("ada")
+    return gradebook_url
 
 
 def test_a_gradebook_as_nbgrader_made_it_is_accepted(gradebook):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import csv
-import os
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -51,12 +49,11 @@ def test_the_course_configures_nbgrader_to_use_the_plugin():
 
 
 @pytest.fixture
-def gradebook(tmp_path, monkeypatch):
-    """An empty gradebook with the lesson in it (nbgrader runs `alembic` by name when it creates one)."""
+def gradebook(gradebook_url):
+    """A gradebook with the lesson and three students in it."""
     from nbgrader.api import Gradebook
 
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    url = gradebook_url
     with Gradebook(url) as book:
         book.update_or_create_assignment(LESSON)
         for student in ("ada", "grace", "alan"):

@@ -139,14 +139,10 @@ def test_readable_ids_from_names_in_any_script():
     assert lms.readable_id("!!!") == ""
 
 
-def test_roster_names_and_emails_reach_the_gradebook(tmp_path, monkeypatch):
-    import os
-    import sys
-
+def test_roster_names_and_emails_reach_the_gradebook(tmp_path, gradebook_url):
     from nbgrader.api import Gradebook
 
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    url = gradebook_url
     with Gradebook(url) as book:
         book.update_or_create_student("ada")
     lms.record_names(url, "", roster(tmp_path), ["ada", "not_on_roster"])

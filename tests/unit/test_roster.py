@@ -7,8 +7,8 @@ from nbgrader.api import Gradebook, MissingEntry
 from grader.grading.roster import enrol
 
 
-def test_a_student_added_by_another_process_meanwhile_is_not_an_error(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+def test_a_student_added_by_another_process_meanwhile_is_not_an_error(gradebook_url, monkeypatch):
+    url = gradebook_url
     look = Gradebook.find_student
 
     def another_process_adds_it_first(self, student_id):
@@ -27,8 +27,8 @@ def test_a_student_added_by_another_process_meanwhile_is_not_an_error(tmp_path, 
         assert sorted(s.id for s in gradebook.students) == ["ada", "grace"]
 
 
-def test_enrolling_again_keeps_one_row_per_student(tmp_path):
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+def test_enrolling_again_keeps_one_row_per_student(gradebook_url):
+    url = gradebook_url
     enrol(url, "", ["ada"])
     enrol(url, "", ["ada", "grace"])
     with Gradebook(url) as gradebook:

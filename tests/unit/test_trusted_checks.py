@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import copy
 import functools
 import json
 import os
@@ -80,14 +81,14 @@ def test_injection_adds_the_harness_first_and_keeps_the_visible_checks(spec_less
         assert "NBGRADER_EXECUTION" not in cell.source
 
 
-def honest_results(run, grade_id: str, source: str, *, token: str | None = None):
+def honest_results(run, grade_id: str, source: str):
     """The results output an honest kernel would display for the injected call in `source`."""
     call = next(line for line in source.splitlines() if line.startswith(run.entry))
     payload = ast.literal_eval(ast.parse(call).body[0].value.args[2])
     check = run.prepared[grade_id].check
     namespace, shown = {}, []
     exec(HARNESS.read_text(), namespace)  # noqa: S102
-    runner = namespace["install"](token or run.token, wire.MIME, wire.FORMAT, sorted(wire.DTYPES), publish=shown.append,
+    runner = namespace["install"](run.token, wire.MIME, wire.FORMAT, sorted(wire.DTYPES), publish=shown.append,
                                   tensors=check.tensors)
     runner(grade_id, on_tensors(check.reference) if check.tensors else check.reference, payload)
     return nbformat.v4.new_output("display_data", data=json.loads(json.dumps(shown[0])))
@@ -128,16 +129,33 @@ OUTPUT_SCENARIOS = {  # name -> (outputs of each graded cell after execution, wh
 }
 
 
+@functools.cache
+def _executed_honestly(lesson: str) -> tuple[nbformat.NotebookNode, dict, dict[str, dict]]:
+    """The injected reference notebook, and each graded cell's honest results, with this run's token and
+    with another run's (the harness runs every case: made once per lesson, copied for each scenario)."""
+    nb, resources = injected(lesson)
+    run = resources[RESOURCE]
+    results = {}
+    for cell in nb.cells:
+        if (grade_id := notebook.grade_id(cell)) in run.prepared:
+            honest = honest_results(run, grade_id, cell.source)
+            replayed = copy.deepcopy(honest)  # the same results, as an earlier grading run would have sent them
+            replayed.data[wire.MIME]["token"] = "0" * 32
+            results[grade_id] = {None: honest, "0" * 32: replayed}
+    return nb, resources, results
+
+
 @pytest.mark.parametrize("scenario", OUTPUT_SCENARIOS)
 def test_verdict_depends_only_on_the_trusted_comparison(spec_lesson, scenario):
     """Whatever else the kernel outputs, nbgrader's own scoring follows VerifyTrustedChecks' verdict."""
     outputs, may_score = OUTPUT_SCENARIOS[scenario]
-    nb, resources = injected(spec_lesson)
+    nb, resources, results = _executed_honestly(spec_lesson)
+    nb, resources = copy.deepcopy(nb), dict(resources)  # the run itself is only read
     run = resources[RESOURCE]
     graded = [c for c in nb.cells if notebook.grade_id(c) in run.prepared]
     for cell in graded:
         grade_id, points = notebook.grade_id(cell), notebook.points(cell)
-        cell.outputs = outputs(functools.partial(honest_results, run, grade_id, cell.source), points)
+        cell.outputs = outputs(lambda token=None, grade_id=grade_id: copy.deepcopy(results[grade_id][token]), points)
     nb, _ = VerifyTrustedChecks().preprocess(nb, resources)
     assert nb.cells[0].get("id") != run.bootstrap_id
     for cell in graded:
