@@ -194,13 +194,6 @@ class KernelCgroup:
                     return int(value)
         return 0
 
-    def counter(self, controller: str, name: str) -> int | None:
-        """An integer file of this cgroup (such as pids.peak or memory.max_usage_in_bytes), or None."""
-        path = self._file(controller, name)
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            return int(path.read_text().split()[0])
-        return None
-
     def pids(self) -> list[int]:
         pids: set[int] = set()
         for folder in dict.fromkeys(self.dirs.values()):
