@@ -64,10 +64,11 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
     hooks = frozenset(id(f) for f in (sys.setprofile, sys.settrace, getattr(os, "fork", None),
                                       getattr(os, "forkpty", None), getattr(os, "posix_spawn", None))
                       if f is not None)
-    # The C functions that start a thread (threading's included), known by their public module and
-    # function names rather than imported from their module.
-    thread_starts = frozenset({("_thread", "start_new_thread"), ("_thread", "start_new"),
-                               ("_thread", "start_joinable_thread")})
+    # Starting a thread: threading's public Thread.start, which every public way of starting one goes
+    # through (concurrent.futures and multiprocessing's thread pools included).
+    import threading
+
+    thread_start = threading.Thread.start.__code__
     # For wire.Rng arguments: NumPy's own default_rng and the base-class getters of a generator's state.
     default_rng, generator_class = numpy.random.default_rng, numpy.random.Generator
     bit_generator_of = generator_class.bit_generator.__get__
@@ -262,12 +263,13 @@ def install(token, mime, fmt, dtypes, publish=None, tensors=False):
             if event == "call":
                 if frame.f_code in settings_code and not called_by_numpy(frame.f_back):
                     touched.append("changed NumPy's floating-point error settings")
+                elif frame.f_code is thread_start:
+                    touched.append("started a thread or process, or removed the grader's watch")
             elif event == "c_call":
                 owner = getattr_(arg, "__self__", None)
                 if owner is touched or owner is tampered:
                     (tampered if owner is touched else touched).append("tampered with the grader's watch")
-                elif id_(arg) in hooks or (getattr_(arg, "__module__", None),
-                                           getattr_(arg, "__name__", None)) in thread_starts:
+                elif id_(arg) in hooks:
                     touched.append("started a thread or process, or removed the grader's watch")
                 elif type_(owner) is context_var and "numpy" in str_(owner.name) and not called_by_numpy(frame):
                     touched.append("changed NumPy's floating-point error settings")
