@@ -163,6 +163,8 @@ class SandboxedKernelManager(AsyncKernelManager):
     limits = Instance(KernelLimits, help="The kernel's limits (c.KernelLimits in the configuration).")
     watch_interval = Float(0.1, help="Seconds between two looks of the watchdog at the kernel: its CPU time per "
                                      "cell, and without a cgroup its memory and processes.").tag(config=True)
+    disconnect_grace = Float(2.0, help="Seconds the sandbox has to end after the kernel dropped its sockets "
+                                       "before the drop counts as a refused over-size message.").tag(config=True)
     uid_range = Tuple((1_500_000_000, 2_000_000_000), help="Host uids given to kernels, one each at random, when "
                       "the grader is root: a range no file or user of the machine has.").tag(config=True)
     sandbox_env = Dict({}, help="Environment variables of the kernel (nothing else of the grader's reaches it).")
@@ -322,9 +324,14 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _over_message_size(self, root: psutil.Process) -> str:
         if self._client is None or not self.limits.max_message_bytes:
             return ""
-        if await self._client.refused_a_message() and _alive(root):
-            return f"it sent a message over {self.limits.max_message_bytes} bytes"
-        return ""
+        if not await self._client.refused_a_message():
+            return ""
+        # A kernel that ends drops its sockets too, a moment before bwrap (`root`) ends after it: the drop was
+        # a refused message only if the sandbox still runs disconnect_grace seconds later.
+        deadline = time.monotonic() + self.disconnect_grace
+        while _alive(root) and time.monotonic() < deadline:
+            await asyncio.sleep(self.watch_interval)
+        return f"it sent a message over {self.limits.max_message_bytes} bytes" if _alive(root) else ""
 
     async def _check_cell_cpu(self) -> None:
         """Interrupt a cell once it has used its CPU limit; kill the kernel if it still runs interrupt_grace later."""
