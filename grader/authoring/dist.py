@@ -232,7 +232,7 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
                           or path in ("nbgrader_config.py", "Makefile", LESSON_HELPERS.name)}}
     files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     leaks = [path for path, data in files.items() if MARKERS.search(data.decode("utf-8", "replace"))]
-    if leaks:  # the tests scan for far more (tests/unit/test_dist_leaks.py); this one costs nothing
+    if leaks:  # the tests scan for far more (tests/integration/test_dist_leaks.py); this one costs nothing
         raise DistributionRefused(f"refusing to write a distribution with nbgrader markers in {', '.join(leaks)}")
     return dict(sorted(files.items()))
 

@@ -131,7 +131,8 @@ def test_a_pasted_cell_and_edited_points_are_flagged_and_graded():
 def test_a_notebook_far_larger_than_its_release_is_refused_before_it_runs():
     """Issue 27 item 11: 100,000 markdown cells, or a few enormous ones, are refused with the reason."""
     many = answered()
-    many.cells += [new_markdown_cell("x") for _ in range(5000)]
+    cell = new_markdown_cell("x")  # made once: nbformat validates every cell it makes
+    many.cells += [nbformat.from_dict(cell) for _ in range(5000)]
     assert "far larger than its release: 5005 cells" in triage.inspect_submission(many, release(), {})[1]
     huge = answered()
     huge.cells.append(new_markdown_cell("x" * (2 * 1024**2)))
