@@ -191,7 +191,7 @@ class GuardedExecute(Execute):
             self._stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
             cell.outputs = [_error(SUBMISSION_TIMEOUT, self._stopped)]
             cell.execution_count = None
-            self._stop_kernel()
+            run_sync(self.kill_kernel)()
             return cell, self.resources
         if self._stopped:
             cell.outputs = [_error(NOT_RUN, f"not run: {self._stopped} in an earlier cell")]
@@ -222,7 +222,7 @@ class GuardedExecute(Execute):
             else:
                 self._stopped = "the kernel died"
                 cell.outputs.append(_error(KERNEL_DIED, "the kernel died while running this cell "
-                                           "(os._exit(), a crash, or the memory limit)"))
+                                           "(it exited, crashed, or ran out of memory)"))
             return cell, self.resources
         finally:
             self.timeout = configured
@@ -252,12 +252,10 @@ class GuardedExecute(Execute):
             await ensure_async(self.km.interrupt_kernel())
         await asyncio.sleep(self.limits.interrupt_grace)
         self._stopped = "a cell ignored the interrupt after its time limit, and the kernel was stopped"
-        await self._async_stop_kernel()
+        await self.kill_kernel()
 
-    def _stop_kernel(self) -> None:
-        run_sync(self._async_stop_kernel)()
-
-    async def _async_stop_kernel(self) -> None:
+    async def kill_kernel(self) -> None:
+        """Stop the kernel at once: SIGKILL to its sandbox's processes, or jupyter_client's immediate shutdown."""
         kill = getattr(self.km, "kill_tree", None)
         if kill is not None:
             kill()
