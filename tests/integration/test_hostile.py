@@ -367,10 +367,10 @@ def _seeded_course(root: Path) -> Course:
 def _without_timings(page: str) -> str:
     """`page` without the lesson's timing printout (its numbers vary by run), and with each cell's
     printed lines in one block (where the kernel's output stream splits them varies by run too)."""
-    start, last = page.index("<pre>tiny "), page.rindex("loop / batched")
-    page = page[:start] + page[page.index("</pre>", last):]
-    return re.sub(r'</pre>\s*</div>\s*</div>\s*<div class="output_area">\s*<div class="prompt"></div>\s*'
+    page = re.sub(r'</pre>\s*</div>\s*</div>\s*<div class="output_area">\s*<div class="prompt"></div>\s*'
                   r'<div class="output_subarea output_stream output_stdout output_text">\s*<pre>', "", page)
+    start, last = page.index("<pre>tiny "), page.rindex(" microseconds")
+    return page[:start] + page[page.index("</pre>", last):]
 
 
 @pytest.mark.more_cases
