@@ -10,8 +10,15 @@ SOURCE ?=
 DIR    ?=
 ROSTER ?=
 REGRADE ?=
+FORMAT ?=
+REPLACE_EDITS ?=
+STUDENT ?=
+EXERCISE ?=
+POINTS ?=
+REASON ?=
 FORCE  ?=
 LESSONS ?=
+REMOVE ?=
 # Both cores: each test module, and each notebook's nbval cells, on one worker (loadscope), in the
 # order conftest.py gives them; the shared course and grading batch are built once for both, beside
 # them (tests/integration/shared_batch.py).
@@ -28,7 +35,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env upgrade torch browser scale lab check submit test test-all test-fast lint release reference autograde dist clean
+.PHONY: help env upgrade torch browser scale lab check submit test test-all test-fast lint release reference autograde override dist clean
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -90,8 +97,11 @@ release: $(STAMP)  ## regenerate the student notebooks in lessons/ from solution
 reference: $(STAMP)  ## re-execute the reference notebooks in solutions/ in place (LESSON=id for one)
 	$(PY) -m grader reference $(LESSON)
 
-autograde: $(STAMP)  ## instructors: grade a lesson's submissions (LESSON=id; SOURCE=LMS download folder or .zip; ROSTER=roster.csv; REGRADE=1 regrades all and prints what changed)
-	$(PY) -m grader autograde $(LESSON) $(if $(SOURCE),--source "$(SOURCE)") $(if $(ROSTER),--roster "$(ROSTER)") $(if $(REGRADE),--regrade)
+autograde: $(STAMP)  ## instructors: grade a lesson and rebuild its grades (LESSON=id; SOURCE=LMS download; ROSTER=LMS roster export, remembered; REGRADE=1 re-runs every kernel)
+	$(PY) -m grader autograde $(LESSON) $(if $(SOURCE),--source "$(SOURCE)") $(if $(ROSTER),--roster "$(ROSTER)") $(if $(REGRADE),--regrade) $(if $(FORMAT),--format "$(FORMAT)") $(if $(REPLACE_EDITS),--replace-edits)
+
+override: $(STAMP)  ## instructors: set a student's points by hand (LESSON= STUDENT= EXERCISE=grade_id|total POINTS= REASON=; REMOVE=1 takes it back; no STUDENT lists them)
+	$(PY) -m grader override $(LESSON) $(STUDENT) $(EXERCISE) $(POINTS) $(if $(REASON),--reason "$(REASON)") $(if $(REMOVE),--remove)
 
 dist: $(STAMP)  ## instructors: write the student distribution to DIR (outside the repository; LESSONS=01-03 for the lessons opened so far)
 	$(if $(DIR),,$(error give the folder to write to, e.g. `make dist DIR=../attention-student`))

@@ -16,6 +16,7 @@ COMMANDS = {
     "reference": "grader.authoring.reference",
     **cli.COMMANDS,
     "autograde": "grader.grading.autograde",
+    "override": "grader.grading.overrides",
     "dist": "grader.authoring.dist",
 }
 

@@ -43,7 +43,7 @@ class Layout:
 
     @property
     def state(self) -> Path:
-        """The folder that holds submitted/, autograded/, feedback/, grades/ and logs/."""
+        """The folder that holds submitted/, autograded/, feedback/, grades/, logs/ and the term's facts."""
         return self.autograded.parent
 
     def release_notebook(self, lesson: str) -> Path:
@@ -66,3 +66,26 @@ class Layout:
 
     def log(self, lesson: str) -> Path:
         return self.state / "logs" / f"{lesson}.log"
+
+    # The term's facts besides the submissions and the gradebook (grader.grading: collect, people, overrides).
+    @property
+    def attempts(self) -> Path:
+        """Every notebook ever downloaded, per lesson and student: `<lesson>/<student>/<sha256>.ipynb`."""
+        return self.state / "attempts"
+
+    @property
+    def people(self) -> Path:
+        """The people registry: each person's id for the term, and the roster last given."""
+        return self.state / "people.json"
+
+    @property
+    def overrides(self) -> Path:
+        return self.state / "overrides.json"
+
+    def grades_snapshot(self, lesson: str) -> Path:
+        """The last run's grades, to say what changed since."""
+        return self.state / "grades" / f"{lesson}.json"
+
+    def feedback_bundle(self, lesson: str) -> Path:
+        """One feedback file per student, named for upload to the LMS, and the same as a .zip beside it."""
+        return self.state / "grades" / f"{lesson}-feedback"

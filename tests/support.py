@@ -24,7 +24,7 @@ from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import notebook
 from grader.course import REPO, SOLUTIONS, lesson_ids, nbgrader_config, reference_notebook
-from grader.grading.roster import enrol
+from grader.grading.enrolment import enrol
 from grader.layout import GRADEBOOK, Layout
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -32,6 +32,7 @@ CLASSES = (
     "grader.grading.lms.DownloadFormats",
     "grader.grading.late.LatePolicy",
     "grader.grading.late.LatePenalty",
+    "grader.grading.canvas_csv.CanvasImport",
     "grader.grading.similarity.SimilarityReport",
     "grader.student.originals.Originals",
 )

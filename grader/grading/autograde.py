@@ -9,6 +9,7 @@ import time
 import uuid
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -20,13 +21,15 @@ from grader import notebook
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import CannotGradeSafely, NotReleased
 from grader.gradebook import open_gradebook, require_course_id
-from grader.grading import gradelog, late, lesson_reports, report
-from grader.grading import regrade as regrading
+from grader.grading import gradelog, grades, late, lesson_reports, overrides, report
+from grader.grading.canvas_csv import CanvasImport
 from grader.grading.collect import Skipped, collect
+from grader.grading.enrolment import enrol
 from grader.grading.gradebook_check import check_gradebook
 from grader.grading.jobs import Job, Result
-from grader.grading.lms import DownloadFormats, Roster, record_names
-from grader.grading.roster import enrol
+from grader.grading.lms import DownloadFormats
+from grader.grading.people import registry
+from grader.grading.roster import Roster
 from grader.grading.similarity import SimilarityReport
 from grader.grading.supervisor import GradingProcesses, default_workers, supervise
 from grader.grading.worker import grade
@@ -45,18 +48,24 @@ class Batch:
     grades: Path  # the grades CSV
     plot: Path | None  # the score distribution PNG (None when nothing was graded)
     seconds: float
+    rows: list[grades.Row]  # the lesson's grades, every student (grader.grading.grades)
 
 
 def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster: Path | None = None,
          regrade: bool = False, workers: int | None = None,
          force: bool = False, timeout: int | None = None, memory_limit: int | None = None,
-         unsafe_no_sandbox: bool = False, job_timeout: float | None = None,
+         unsafe_no_sandbox: bool = False, job_timeout: float | None = None, download_format: str | None = None,
+         replace_edits: bool = False, now: datetime | None = None,
          executor: Executor | None = None, progress: TextIO = sys.stderr, out: TextIO = sys.stdout) -> Batch:
-    """Grade every submission of `lesson` and write feedback, a grades CSV and a score plot.
+    """Grade every submission of `lesson`, then rebuild every output of the lesson from all the term's facts.
 
-    Submissions are those in nbgrader's submitted folder, after copying in the notebooks
-    downloaded from an LMS to `source` (a folder or a .zip named by nbgrader's zip_collect
-    conventions; see grader/grading/collect.py). Students new to the gradebook are added.
+    The facts (grader.grading.grades): the notebooks downloaded from an LMS to `source` (a folder or
+    a .zip; grader.grading.collect keeps every one as an attempt) and those in nbgrader's submitted
+    folder; the people registry with the roster (`roster` replaces the one remembered;
+    grader.grading.people); the late policy as configured now; the instructor's overrides and hand
+    edits. Every run writes the grades CSV, the LMS import files, the overview, the feedback bundle
+    and the similarity report for all of them, and lists every total that changed since the last
+    run and why; a policy change needs no kernel.
 
     Each submission is graded by `grader.grading.worker.grade`, each kernel in the sandbox
     (grader.sandbox): by default in `workers` grading processes of this machine (default:
@@ -72,9 +81,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     the CSV and every feedback page say so.
 
     A submission already graded, with feedback, since it last changed is not run again unless
-    `force`. `timeout` (seconds per cell) and `memory_limit` (bytes per kernel) override the
-    course's nbgrader configuration. Outputs go next to nbgrader's own folders: feedback in its
-    feedback folder, and `grades/<lesson>.csv`, `grades/<lesson>.png` beside them.
+    `force` or `regrade` (which re-runs every kernel). `timeout` (seconds per cell) and
+    `memory_limit` (bytes per kernel) override the course's nbgrader configuration.
     """
     [lesson] = select_lessons([lesson])
     started = time.monotonic()
@@ -101,22 +109,21 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     points = notebook.test_points(nbformat.read(release, as_version=4))
 
     table = Roster.read(roster) if roster is not None else None
-    collected = collect(lesson, layout.submitted, source, roster=table, formats=DownloadFormats(config=config).formats)
-    enrol(coursedir.db_url, coursedir.course_id, collected.students)
-    if table is not None:
-        record_names(coursedir.db_url, coursedir.course_id, table, collected.students)
-    late.prepare(coursedir.db_url, coursedir.course_id, lesson, collected.students, late.LatePolicy(config=config))
-    before = regrading.snapshot(coursedir.db_url, coursedir.course_id, lesson, collected.students,
-                                points) if regrade else None
+    with registry(layout.people) as people:
+        roster_changes = people.apply_roster(table) if table is not None else None
+        collected = collect(lesson, layout.submitted, layout.attempts, source, people=people, now=now,
+                            formats=DownloadFormats(config=config).formats, forced=download_format,
+                            replace_edits=replace_edits)
+    enrol(coursedir.db_url, coursedir.course_id, collected.students,
+          {p.id: (p.name, p.email) for p in people.persons.values()})
 
     jobs = make_jobs(course, lesson, collected.students, force=force or regrade, timeout=timeout,
-                     memory_limit=memory_limit,
-                     sandbox=not unsafe_no_sandbox)
+                     memory_limit=memory_limit, sandbox=not unsafe_no_sandbox)
     processes = GradingProcesses(config=config)
     if job_timeout is None:
         notebook_limit = GuardedExecute(config=config).notebook_timeout
         job_timeout = notebook_limit + processes.job_timeout_margin if notebook_limit else math.inf
-    workers = max(1, min(workers or processes.workers or default_workers(), len(jobs)))
+    workers = max(1, min(workers or processes.workers or default_workers(), len(jobs) or 1))
     log = layout.log(lesson)
     log.parent.mkdir(parents=True, exist_ok=True)
     bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
@@ -125,31 +132,37 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
         bar.update(result)
         gradelog.append(log, lesson, result, points)
 
-    if executor is None:
+    if not jobs:
+        results = []
+    elif executor is None:
         results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done, settings=processes)
     else:
         results = _run(jobs, executor, done)
     bar.close()
 
-    lateness = late.read(coursedir.db_url, coursedir.course_id, lesson, [r.student for r in results], layout.submitted)
-    grades = report.write_csv(layout.grades_csv(lesson), results, points,
-                              late={s: lateness[s].describe() for s in lateness})
+    rows = grades.build(lesson, results, points, people=people, submissions=collected.submissions,
+                        policy=late.LatePolicy(config=config), penalty=late.LatePenalty(config=config),
+                        overrides=overrides.load(layout.overrides).get(lesson, {}))
+    before = grades.read_snapshot(layout.grades_snapshot(lesson))
+    csv_path = report.write_csv(layout.grades_csv(lesson), rows, points)
     graded = any(o.status == "graded" for o in results)
     plot = layout.grades_plot(lesson)
     if graded:
         report.plot_scores(plot, results, points, lesson)
     else:
         plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
-    written, details = lesson_reports.write(lesson, results, points, layout, lateness=lateness, roster=table,
-                                            before=before, similar=SimilarityReport(config=config))
-    files = {"grades": grades, **({"plot": plot} if graded else {}), **written,
-             "feedback": layout.feedback / "<student>" / lesson,
-             "log": log}
+    written, details = lesson_reports.write(lesson, rows, points, layout, before=before,
+                                            canvas=CanvasImport(config=config), similar=SimilarityReport(config=config))
+    files = {"grades": csv_path, **({"plot": plot} if graded else {}), **written,
+             "feedback": layout.feedback / "<student>" / lesson, "log": log}
     seconds = time.monotonic() - started
+    notes = [*(roster_changes.lines() if roster_changes else []),
+             *([f"download format: {collected.format}"] if collected.format else [])]
     print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
-                         files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review), file=out, flush=True)
+                         files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review, notes=notes),
+          file=out, flush=True)
     print(details, file=out, flush=True)
-    return Batch(lesson, results, collected.skipped, grades, plot if graded else None, seconds)
+    return Batch(lesson, results, collected.skipped, csv_path, plot if graded else None, seconds, rows)
 
 
 def make_jobs(course: Path, lesson: str, students: list[str], **options) -> list[Job]:
@@ -179,13 +192,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder or .zip downloaded from the LMS: Canvas's or Moodle's download, or "
                              "make-submit files <lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
     parser.add_argument("--roster", type=Path,
-                        help="CSV exported from the LMS with the columns id, name and optionally email, lms_id: "
-                             "files are collected under the id of the roster row they match")
+                        help="the course's roster, as the LMS exports it (Canvas's gradebook export, Moodle's grading "
+                             "worksheet or participants export) or a CSV with the columns id and name: it replaces "
+                             "the roster remembered from earlier runs")
+    parser.add_argument("--format", dest="download_format",
+                        help="the download's format (canvas, moodle, make-submit) when its files fit more than one")
+    parser.add_argument("--replace-edits", action="store_true",
+                        help="grade a newer attempt instead of a submission edited by hand (the edit is kept aside)")
     parser.add_argument("--workers", type=int, help="grading processes (default: one more than the cores)")
     parser.add_argument("--force", action="store_true", help="regrade submissions already graded")
     parser.add_argument("--regrade", action="store_true",
-                        help="regrade every stored submission (as --force) and print each score that changed: "
-                             "student, exercise, before, after")
+                        help="run every stored submission's kernel again (as --force); every run prints each "
+                             "score that changed since the last run, and why")
     parser.add_argument("--timeout", type=int, help="seconds each cell may run (default: nbgrader_config.py's)")
     parser.add_argument("--memory-limit", type=float, metavar="GIB",
                         help="GiB of address space per kernel (default: nbgrader_config.py's)")
@@ -199,5 +217,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> None:
     memory = None if args.memory_limit is None else int(args.memory_limit * 1024**3)
     main(lesson=args.lesson, course=args.course, source=args.source, roster=args.roster, regrade=args.regrade,
-         workers=args.workers, force=args.force,
+         workers=args.workers, force=args.force, download_format=args.download_format,
+         replace_edits=args.replace_edits,
          timeout=args.timeout, memory_limit=memory, unsafe_no_sandbox=args.unsafe_no_sandbox)

@@ -2,19 +2,19 @@
 
 Columns, as Canvas's gradebook export has them and its import reads them:
 
-- `Student`: the student's name (the roster's `name`; the id without a roster);
-- `ID`: Canvas's user id (the roster's `lms_id`; empty without it);
-- `SIS User ID`: empty;
-- `SIS Login ID`: the student id grading used (the roster's `id`);
-- `Section`: the roster's `section`, if it has that column;
-- `<lesson>`: the points after any late penalty: the column Canvas imports as the assignment
-  (a column whose name Canvas does not know yet creates an assignment of that name);
-- with `per_exercise`, one more column per autograded exercise, `<lesson>: <exercise>`, in points
-  before the late penalty.
+- `Student`: the student's name; `ID`: Canvas's user id; `SIS User ID`, `SIS Login ID`, `Section`:
+  as the roster gives them (the SIS Login ID is the grading id where the roster has none);
+- the lesson's column: the final points, after any late penalty. Its header is
+  `CanvasImport.columns[<lesson>]` when set, to be the assignment's header exactly as Canvas's own
+  export writes it ("Lesson 3 (123456)"), so that Canvas updates that assignment; by default the
+  lesson id, which Canvas offers to create as a new assignment on the first import;
+- with `CanvasImport.per_exercise`, one column per autograded exercise, `<lesson>: <exercise>`,
+  points before the penalty (each one becomes an assignment of its own in Canvas: off by default).
 
-The second row, `Points Possible`, gives each column's maximum, as Canvas's own export does.
-Submissions that could not be graded have empty cells: Canvas leaves those grades as they were.
-Every cell goes through `grader.safe_text.for_csv`.
+The second row, `Points Possible`, gives each column's maximum, as Canvas's own export does. Every
+roster student has one row (without a roster, every student with a submission); one that has no
+grade (no submission, or grading failed) has an empty cell, which Canvas leaves as it was. Every
+cell goes through `grader.safe_text.for_csv`.
 """
 
 from __future__ import annotations
@@ -23,36 +23,41 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.grading.jobs import Result
-from grader.grading.late import Lateness
-from grader.grading.lms import Roster
+from traitlets import Bool, Dict
+from traitlets.config import Configurable
+
+from grader.grading.grades import Row
 from grader.safe_text import for_csv
 
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
 
-def write(path: Path, lesson: str, results: Sequence[Result], points: dict[str, float], *,
-          lateness: dict[str, Lateness] | None = None, roster: Roster | None = None,
-          per_exercise: bool = True) -> Path:
+class CanvasImport(Configurable):
+    """How the Canvas import CSV names its columns."""
+
+    columns = Dict(help="lesson id -> the assignment's column header as Canvas's gradebook export writes it, "
+                        "e.g. 'Lesson 3 (123456)' (default: the lesson id)").tag(config=True)
+    per_exercise = Bool(False, help="also write one column per exercise (Canvas makes each an assignment)"
+                        ).tag(config=True)
+
+
+def write(path: Path, lesson: str, rows: Sequence[Row], points: dict[str, float], *, column: str = "",
+          per_exercise: bool = False) -> Path:
     """Write the import CSV for `lesson` to `path`; return the path."""
-    lateness = lateness or {}
-    rows = {s.id: s for s in roster.students} if roster is not None else {}
     exercises = list(points) if per_exercise else []
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow([for_csv(c) for c in [*IDENTITY, lesson, *(f"{lesson}: {e}" for e in exercises)]])
+        writer.writerow([for_csv(c) for c in [*IDENTITY, column or lesson, *(f"{lesson}: {e}" for e in exercises)]])
         writer.writerow(["Points Possible", "", "", "", "", _number(sum(points.values())),
                          *(_number(points[e]) for e in exercises)])
-        for result in sorted(results, key=lambda r: r.student):
-            row = rows.get(result.student)
-            identity = [row.name if row else result.student, row.lms_id if row else "", "", result.student,
-                        row.section if row else ""]
-            total = result.total
-            if total is not None:
-                total = max(0.0, total - lateness.get(result.student, Lateness()).penalty)
-            scores = [result.scores.get(e) if result.status == "graded" else None for e in exercises]
-            writer.writerow([for_csv(c) for c in [*identity, _number(total), *map(_number, scores)]])
+        for row in rows:
+            person = row.person
+            canvas_id = person.lms_id if person and person.lms in ("canvas", "") else ""
+            identity = [row.name or row.student, canvas_id, person.sis_user_id if person else "",
+                        (person.sis_login_id if person else "") or row.student, person.section if person else ""]
+            scores = [row.scores.get(e) if row.status == "graded" else None for e in exercises]
+            writer.writerow([for_csv(c) for c in [*identity, _number(row.final), *map(_number, scores)]])
     return path
 
 

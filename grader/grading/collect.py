@@ -1,52 +1,63 @@
-"""Gather a lesson's submissions into nbgrader's submitted layout, trusting no file name blindly.
+"""Gather a lesson's submissions: every file handed in is kept as a fact, and nbgrader's submitted
+folder is derived from those facts on every run.
 
-Submissions arrive in one of two ways:
+Submissions arrive in two ways:
 
-- already in nbgrader's layout, `<submitted>/<student>/<lesson>/<lesson>.ipynb` (for example from
-  `nbgrader collect`, or copied there by hand);
-- as notebooks downloaded from a learning-management system, in a folder or a .zip: Canvas's
-  "Download Submissions", Moodle's, or students' `make submit` files named by nbgrader's
-  zip_collect conventions (`grader.student.submission_names.SUBMISSION_REGEXP`),
-  `<lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb`. Which student a file is, with or
-  without a roster, is grader.grading.lms's to say.
+- as notebooks downloaded from an LMS, in a folder or a .zip (`source`): the download's format is
+  decided once for all its files (grader.grading.lms.decide), and each file's person comes from
+  what the LMS wrote (grader.grading.people), never from the part of the name the student chose;
+- already in nbgrader's layout, `<submitted>/<student>/<lesson>/<lesson>.ipynb` with nbgrader's
+  `timestamp.txt`: put there by `nbgrader collect` from a JupyterHub exchange (the folder is the
+  hub's user name), or by hand. These are graded as they are.
 
-The student id in a name is normalised (Unicode NFKC, case-folded) and must then be ASCII letters,
-digits and underscores, at most MAX_ID characters: `Ada` and `ada` are one student, and a name in
-another script gets an id of its own (`lms.script_id`), never a look-alike's. Times are parsed, never
-compared as text. A downloaded attempt is copied with its time in `timestamp.txt` (which nbgrader
-reads) and the file it came from in `collected_from.txt`. Nothing is chosen silently:
+Every downloaded notebook is kept in `<attempts>/<lesson>/<student>/<sha256>.ipynb`, with what the
+download said of it (`.json`: its path in the download, the time the LMS gives it, the LMS's late
+mark). From all the attempts a student ever handed in, the latest is the submission: the same
+facts give the same submissions whatever order the downloads came in. The submission goes into the
+submitted folder with its time in `timestamp.txt` (which nbgrader reads) and `collected.json`
+(which attempt it is, and the SHA-256 of what was written).
 
-- of several attempts of one student, the latest is collected and the others are listed;
-- a time in the future, two files with the same student and time, links, and zip entries over
-  MAX_ENTRY bytes or MAX_RATIO times their compressed size are not collected, with the reason;
-- an attempt that replaces one collected earlier from a file of another name is collected and
-  listed for review.
+A submission the instructor edited by hand (its bytes differ from what was written) is never
+replaced silently: the run keeps the edit and says so, also when a newer attempt arrives, unless
+`replace_edits`; the edit is then kept beside the attempts (`edited-<sha256>.ipynb`).
 
-A file that cannot be read or stored is "not collected" with the reason; none stops the batch.
+Nothing is chosen silently, and a bad file costs only itself:
+
+- a file that cannot be read (a damaged .zip entry), links, entries over MAX_ENTRY bytes or MAX_RATIO
+  times their compressed size, times in the future, a file that is not a notebook, and a person not
+  on the roster are "not collected", with the reason;
+- of several attempts of one student, the latest is collected and the others are noted; two at
+  the same latest time are not chosen between.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-import unicodedata
+import json
+import shutil
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
+from nbgrader.utils import parse_utc
+
 from grader.errors import BadDownload
-from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
+from grader.grading import lms
+from grader.grading.ids import ID_RULE, in_future, student_id
+from grader.grading.people import People
+from grader.safe_text import for_terminal
 
 # Bounds on what a download may hold, against hostile input; constants, not settings: an honest
-# notebook is far below each, and a student id's length is part of the file-name convention.
-MAX_ID = 64  # characters of a student id
+# notebook is far below each.
 MAX_ENTRY = 64 * 1024**2  # bytes of one downloaded notebook
 MAX_RATIO = 200  # how many times its compressed size a zip entry may expand to
-CLOCK_SKEW = timedelta(minutes=10)  # how far in the future a submission time may be
-SAFE_ID = re.compile(r"[a-z0-9_]+")
+RECORD = "collected.json"
+STAMP = "timestamp.txt"
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
 
 
 @dataclass(frozen=True)
@@ -57,95 +68,197 @@ class Skipped:
     reason: str
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One notebook a student handed in, as the download gave it: a fact of the term."""
+
+    student: str
+    sha256: str
+    when: str  # TIME_FORMAT, UTC
+    file: str  # its path in the download
+    format: str
+    lms_late: bool = False
+    upload_prefix: str = ""
+
+    @property
+    def time(self) -> datetime:
+        return datetime.strptime(self.when, TIME_FORMAT).replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What is graded for one student: when it was handed in and what the LMS said of it."""
+
+    student: str
+    time: datetime | None
+    lms_late: bool = False
+    file: str = ""
+    format: str = ""  # "" for a submission put in the submitted folder by nbgrader collect or by hand
+    upload_prefix: str = ""
+    edited: bool = False
+
+
 @dataclass
 class Collected:
     students: list[str]  # every student with a submission of the lesson, sorted
     skipped: list[Skipped] = field(default_factory=list)  # files not collected, with the reason
-    review: list[Skipped] = field(default_factory=list)  # files collected, or passed over, that need a look
-    copied: int = 0  # downloaded notebooks new or changed since the last collection
-    superseded: int = 0  # older attempts of a student who submitted again
+    review: list[Skipped] = field(default_factory=list)  # collected, or passed over, and worth a look
+    format: str = ""  # the download's format, when there was one
+    copied: int = 0  # submissions new or changed in the submitted folder
+    submissions: dict[str, Submission] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Attempt:
-    student: str
-    when: datetime
-    file: str
-    read: Callable[[], bytes]
-
-
-def student_id(raw: str) -> str | None:
-    """The normalised id of `raw` (NFKC, case-folded), or None when it is not a safe id."""
-    ident = unicodedata.normalize("NFKC", raw).casefold()
-    return ident if SAFE_ID.fullmatch(ident) and len(ident) <= MAX_ID else None
-
-
-def parse_name(name: str, lesson: str, *, now: datetime | None = None) -> tuple[str, datetime] | Skipped:
-    """(student, time of the attempt, in UTC) from a downloaded file's name, or why it is not collected."""
-    expected = f"{lesson}_<student>_attempt_<YYYYMMDD-HHMMSS>_{lesson}.ipynb"
-    match = re.fullmatch(SUBMISSION_REGEXP, name)
-    if match is None or not name.endswith(".ipynb"):
-        return Skipped(name, f"the file name does not follow {expected}")
-    other = name.split("_", 1)[0]
-    if other != lesson or match["file_id"] != f"{lesson}.ipynb":
-        return Skipped(name, f"a submission for {other}, not {lesson}")
-    try:
-        when = datetime.strptime(match["timestamp"], SUBMISSION_TIME_FORMAT).replace(tzinfo=timezone.utc)
-    except ValueError:
-        return Skipped(name, f"the time in the file name is not YYYYMMDD-HHMMSS: {match['timestamp']}")
-    if when > (now or datetime.now(timezone.utc)) + CLOCK_SKEW:
-        return Skipped(name, f"its time {match['timestamp']} is in the future")
-    student = student_id(match["student_id"])
-    if student is None:
-        return Skipped(name, f"the student id must be at most {MAX_ID} ASCII letters, digits or underscores")
-    return student, when
-
-
-def collect(lesson: str, submitted: Path, source: Path | None = None, *, now: datetime | None = None,
-            roster=None, formats: dict[str, str] | None = None) -> Collected:
-    """Copy the downloads in `source` (a folder or .zip, if given) into `submitted`, then list the
-    lesson's submissions found there.
-
-    Each file is attributed to a student by grader.grading.lms: its download format (`formats`,
-    default `lms.FORMATS`) and, if given, the `roster` (an `lms.Roster`)."""
-    from grader.grading import lms
-
+def collect(lesson: str, submitted: Path, attempts: Path, source: Path | None = None, *, people: People,
+            now: datetime | None = None, formats: dict[str, str] | None = None, forced: str | None = None,
+            replace_edits: bool = False) -> Collected:
+    """Keep the downloads in `source` (a folder or .zip, if given) as attempts, then derive the
+    lesson's submitted folder from every attempt stored, and list its submissions."""
     result = Collected([])
+    store = attempts / lesson
     if source is not None:
-        attempts: dict[str, list[Attempt]] = {}
-        for name, read, modified in _downloads(source, result.skipped):
-            parsed = lms.attribute(name, modified, lesson, now=now, roster=roster, formats=formats)
-            if isinstance(parsed, Skipped):
-                result.skipped.append(parsed)
-            else:
-                attempts.setdefault(parsed[0], []).append(Attempt(parsed[0], parsed[1], name, read))
-        for student, tries in sorted(attempts.items()):
-            _collect_student(submitted / student / lesson, lesson, tries, result)
-    students, misplaced = _submitted(submitted, lesson)
-    result.students, result.skipped = students, result.skipped + misplaced
+        entries = list(_downloads(source, result.skipped))
+        if entries:
+            result.format, matches = lms.decide([path for path, _, _ in entries], formats, forced=forced)
+            for path, read, modified in entries:
+                _keep(lesson, store, path, matches[path], read, modified, people, result, now)
+    for folder in sorted(p for p in store.glob("*") if p.is_dir()) if store.is_dir() else []:
+        _derive(lesson, submitted / folder.name / lesson, folder, result, replace_edits)
+    result.students, misplaced = _submitted(submitted, lesson)
+    result.skipped += misplaced
+    for student in result.students:
+        result.submissions[student] = read_submission(submitted / student / lesson, student)
+        if not (store / student).is_dir():
+            people.folder(student)
     return result
 
 
-def _collect_student(folder: Path, lesson: str, tries: list[Attempt], result: Collected) -> None:
-    tries = sorted(tries, key=lambda a: a.when)
+def read_submission(folder: Path, student: str) -> Submission:
+    """The facts of the submission in `folder` (its time from nbgrader's timestamp.txt)."""
+    time = None
+    if (folder / STAMP).is_file():
+        try:
+            time = parse_utc((folder / STAMP).read_text(errors="replace").strip())
+        except (ValueError, OverflowError):
+            time = None
+    record = _record(folder)
+    if not record:
+        return Submission(student, time)
+    notebook = folder / f"{folder.name}.ipynb"
+    edited = notebook.is_file() and _sha(notebook.read_bytes()) != record.get("written")
+    return Submission(student, time, bool(record.get("lms_late")), record.get("file", ""), record.get("format", ""),
+                      record.get("upload_prefix", ""), edited)
+
+
+def _keep(lesson: str, store: Path, path: str, found: lms.Match, read: Callable[[], bytes], modified: datetime,
+          people: People, result: Collected, now: datetime | None) -> None:
+    """Store one downloaded file as an attempt of the person the LMS says it is, or list why not."""
+    shown = for_terminal(path)
+    if not path.endswith(".ipynb"):
+        result.skipped.append(Skipped(shown, "not a notebook (.ipynb): not graded"))
+        return
+    if found.format == lms.SUBMIT:
+        other = path.rsplit("/", 1)[-1].split("_", 1)[0]
+        if other != lesson or found.file_id != f"{lesson}.ipynb":
+            result.skipped.append(Skipped(shown, f"a submission for {for_terminal(other)}, not {lesson}"))
+            return
+        if student_id(found.student_id) is None and found.student_id.isascii():
+            result.skipped.append(Skipped(shown, f"the student id must be {ID_RULE}"))
+            return
+    when = found.timestamp or modified
+    if in_future(when, now):
+        result.skipped.append(Skipped(shown, f"its time {when:%Y-%m-%d %H:%M:%S} UTC is in the future"))
+        return
+    person = people.identify(found)
+    if isinstance(person, str):
+        result.skipped.append(Skipped(shown, person))
+        return
+    try:
+        content = read()
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        result.skipped.append(Skipped(shown, f"could not be read ({type(error).__name__}: {for_terminal(error)}): "
+                                             "download it again from the LMS, or collect it by hand"))
+        return
+    digest = _sha(content)
+    attempt = Attempt(person.id, digest, when.strftime(TIME_FORMAT), path, found.format, found.late,
+                      found.upload_prefix)
+    folder = store / person.id
+    record = folder / f"{digest}.json"
+    if record.is_file():
+        earlier = Attempt(**json.loads(record.read_text(encoding="utf-8")))
+        if earlier.time <= attempt.time:  # the same notebook again: it was handed in at the first time
+            return
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{digest}.ipynb").write_bytes(content)
+    record.write_text(json.dumps(asdict(attempt), ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _attempts(folder: Path) -> list[Attempt]:
+    found = []
+    for record in sorted(folder.glob("*.json")):
+        try:
+            found.append(Attempt(**json.loads(record.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):
+            continue
+    return found
+
+
+def _derive(lesson: str, folder: Path, kept: Path, result: Collected, replace_edits: bool) -> None:
+    """Put the latest of a student's attempts (kept in `kept`) in their submitted `folder`, keeping a hand edit."""
+    tries = sorted(_attempts(kept), key=lambda a: (a.time, a.sha256))
+    if not tries:
+        return
     latest = tries[-1]
-    tied = [a for a in tries if a.when == latest.when]
+    tied = [a for a in tries if a.time == latest.time]
+    record = _record(folder)
+    notebook, stamp = folder / f"{lesson}.ipynb", folder / STAMP
+    edited = bool(record) and notebook.is_file() and _sha(notebook.read_bytes()) != record.get("written")
     if len(tied) > 1:
-        result.skipped += [Skipped(a.file, f"{len(tied)} files claim student {a.student} at the same time; "
-                                           "none was chosen") for a in tied]
+        result.skipped += [Skipped(for_terminal(a.file), f"{len(tied)} files of {a.student} have the same time; "
+                                   "none was chosen") for a in tied]
+        if folder.is_dir() and not edited:
+            shutil.rmtree(folder)
         return
     for older in tries[:-1]:
-        result.superseded += 1
-        result.review.append(Skipped(older.file, f"an older attempt of {older.student}: {latest.file} was collected"))
+        result.review.append(Skipped(for_terminal(older.file), f"an older attempt of {older.student}: "
+                                                               f"{for_terminal(latest.file)} is graded"))
+    if edited and record.get("attempt") == latest.sha256:
+        result.review.append(Skipped(f"{latest.student}/{lesson}", "kept as edited by hand"))
+        return
+    if edited and not replace_edits:
+        result.review.append(Skipped(f"{latest.student}/{lesson}", "kept as edited by hand; a newer attempt "
+                                     f"arrived ({for_terminal(latest.file)}): add --replace-edits "
+                                     "(REPLACE_EDITS=1) to grade it instead"))
+        return
     try:
-        content = latest.read()
-        earlier = folder / "collected_from.txt"
-        if earlier.is_file() and earlier.read_text().splitlines()[0] not in (latest.file, ""):
-            result.review.append(Skipped(latest.file, f"replaces {latest.student}'s attempt collected earlier from "
-                                                      f"{earlier.read_text().splitlines()[0]}"))
-        result.copied += _store(folder, lesson, latest, content)
-    except (OSError, ValueError) as error:
-        result.skipped.append(Skipped(latest.file, f"could not be collected: {type(error).__name__}: {error}"))
+        written = (kept / f"{latest.sha256}.ipynb").read_bytes()
+    except OSError as error:
+        result.skipped.append(Skipped(for_terminal(latest.file), f"its stored copy cannot be read: {error}"))
+        return
+    if edited:
+        backup = kept / f"edited-{_sha(notebook.read_bytes())}.ipynb"
+        shutil.copyfile(notebook, backup)
+        result.review.append(Skipped(f"{latest.student}/{lesson}", f"the hand edit was replaced by "
+                                     f"{for_terminal(latest.file)}; the edit is kept in {backup}"))
+    new_record = {"attempt": latest.sha256, "written": _sha(written), **asdict(latest)}
+    if notebook.is_file() and notebook.read_bytes() == written and stamp.is_file() \
+            and stamp.read_text() == latest.when and record == new_record:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    notebook.write_bytes(written)
+    stamp.write_text(latest.when)
+    (folder / RECORD).write_text(json.dumps(new_record, ensure_ascii=False) + "\n", encoding="utf-8")
+    result.copied += 1
+
+
+def _record(folder: Path) -> dict:
+    try:
+        return json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _sha(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
 
 
 def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Callable[[], bytes], datetime]]:
@@ -160,34 +273,38 @@ def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Call
             if hidden(relative.parts):
                 continue
             if path.is_symlink():
-                skipped.append(Skipped(str(relative), "a link, not a file: not followed"))
+                skipped.append(Skipped(for_terminal(str(relative)), "a link, not a file: not followed"))
             elif path.is_file() and any(parent.is_symlink() for parent in relative.parents if str(parent) != "."):
-                skipped.append(Skipped(str(relative), "inside a linked folder: not followed"))
+                skipped.append(Skipped(for_terminal(str(relative)), "inside a linked folder: not followed"))
             elif path.is_file():
                 if path.stat().st_size > MAX_ENTRY:
-                    skipped.append(Skipped(path.name, f"larger than {MAX_ENTRY} bytes"))
+                    skipped.append(Skipped(for_terminal(str(relative)), f"larger than {MAX_ENTRY} bytes"))
                 else:
-                    yield (str(relative), lambda path=path: _read_capped(path.open("rb")),
+                    yield (relative.as_posix(), lambda path=path: _read_capped(path.open("rb")),
                            datetime.fromtimestamp(path.stat().st_mtime, timezone.utc))
-    elif zipfile.is_zipfile(source):
+        return
+    try:
         archive = zipfile.ZipFile(source)
-        counts = Counter(info.filename for info in archive.infolist())
-        for name in sorted(name for name, count in counts.items() if count > 1):
-            skipped.append(Skipped(name, f"the .zip holds {counts[name]} entries of this name; none was chosen"))
-        for info in sorted(archive.infolist(), key=lambda i: i.filename):
-            parts = tuple(info.filename.split("/"))
-            if info.is_dir() or hidden(parts) or counts[info.filename] > 1:
-                continue
-            if (info.external_attr >> 16) & 0o170000 == 0o120000:
-                skipped.append(Skipped(info.filename, "a link, not a file: not followed"))
-            elif info.file_size > MAX_ENTRY:
-                skipped.append(Skipped(parts[-1], f"larger than {MAX_ENTRY} bytes"))
-            elif info.compress_size and info.file_size > MAX_RATIO * info.compress_size:
-                skipped.append(Skipped(parts[-1], f"expands to over {MAX_RATIO} times its compressed size"))
-            else:
-                yield info.filename, lambda info=info: _read_capped(archive.open(info)), _zip_time(info)
-    else:
-        raise BadDownload(f"{source}: not a folder or a .zip of downloaded submissions")
+    except (OSError, zipfile.BadZipFile) as error:
+        raise BadDownload(f"{source}: not a folder or a readable .zip of downloaded submissions "
+                          f"({type(error).__name__}: {for_terminal(error)})") from None
+    counts = Counter(info.filename for info in archive.infolist())
+    for name in sorted(name for name, count in counts.items() if count > 1):
+        skipped.append(Skipped(for_terminal(name), f"the .zip holds {counts[name]} entries of this name; "
+                                                   "none was chosen"))
+    for info in sorted(archive.infolist(), key=lambda i: i.filename):
+        parts = tuple(info.filename.split("/"))
+        if info.is_dir() or hidden(parts) or counts[info.filename] > 1:
+            continue
+        if (info.external_attr >> 16) & 0o170000 == 0o120000:
+            skipped.append(Skipped(for_terminal(info.filename), "a link, not a file: not followed"))
+        elif info.file_size > MAX_ENTRY:
+            skipped.append(Skipped(for_terminal(info.filename), f"larger than {MAX_ENTRY} bytes"))
+        elif info.compress_size and info.file_size > MAX_RATIO * info.compress_size:
+            skipped.append(Skipped(for_terminal(info.filename), f"expands to over {MAX_RATIO} times its compressed "
+                                                                "size"))
+        else:
+            yield info.filename, lambda info=info: _read_capped(archive.open(info)), _zip_time(info)
 
 
 def _zip_time(info: zipfile.ZipInfo) -> datetime:
@@ -207,20 +324,6 @@ def _read_capped(handle) -> bytes:
     return data
 
 
-def _store(folder: Path, lesson: str, attempt: Attempt, content: bytes) -> bool:
-    """Write one submission, its timestamp.txt and collected_from.txt; False when already there unchanged."""
-    notebook, stamp, origin = folder / f"{lesson}.ipynb", folder / "timestamp.txt", folder / "collected_from.txt"
-    when = attempt.when.strftime("%Y-%m-%d %H:%M:%S UTC")
-    record = f"{attempt.file}\n{hashlib.sha256(content).hexdigest()}\n"
-    if notebook.is_file() and notebook.read_bytes() == content and stamp.is_file() and stamp.read_text() == when:
-        return False
-    folder.mkdir(parents=True, exist_ok=True)
-    notebook.write_bytes(content)
-    stamp.write_text(when)
-    origin.write_text(record)
-    return True
-
-
 def _submitted(submitted: Path, lesson: str) -> tuple[list[str], list[Skipped]]:
     """Students with `<student>/<lesson>/<lesson>.ipynb`, and folders that are not graded, with why:
     one holding some other notebook, or named with something other than a student id."""
@@ -228,14 +331,15 @@ def _submitted(submitted: Path, lesson: str) -> tuple[list[str], list[Skipped]]:
     for folder in sorted(submitted.glob(f"*/{lesson}")):
         name = folder.parent.name
         if folder.parent.is_symlink() or folder.is_symlink():
-            misplaced.append(Skipped(str(folder), "a link in the submitted folder: not followed"))
+            misplaced.append(Skipped(for_terminal(str(folder)), "a link in the submitted folder: not followed"))
         elif student_id(name) != name:  # put there by hand: the gradebook takes only ids collect makes
             ident = student_id(name)
             rename = f": rename it to {ident!r}" if ident and not (submitted / ident).exists() else ""
-            misplaced.append(Skipped(str(folder.parent), f"the folder name {name!r} is not a student id (at most "
-                                     f"{MAX_ID} lowercase ASCII letters, digits or underscores){rename}"))
+            misplaced.append(Skipped(for_terminal(str(folder.parent)), f"the folder name {for_terminal(name)!r} is "
+                                     f"not a student id ({ID_RULE}, lower case){rename}"))
         elif (folder / f"{lesson}.ipynb").is_file():
             students.append(name)
         elif others := sorted(p.name for p in folder.glob("*.ipynb")):
-            misplaced.append(Skipped(str(folder / others[0]), f"expected {lesson}.ipynb in {name}'s submission folder"))
+            misplaced.append(Skipped(for_terminal(str(folder / others[0])),
+                                     f"expected {lesson}.ipynb in {name}'s submission folder"))
     return students, misplaced

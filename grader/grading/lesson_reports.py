@@ -1,13 +1,17 @@
-"""What a grading batch writes for the instructor besides the grades CSV and plot.
+"""What a run writes for the instructor besides the grades CSV and plot, all from the same grades rows.
 
-After each batch (grader.grading.autograde), next to `grades/<lesson>.csv`:
+After each run (grader.grading.autograde), next to `grades/<lesson>.csv`:
 
-- `grades/<lesson>-overview.html`: per exercise and per student, what lost points
-  (grader.grading.overview), and the same in the terminal summary;
-- `grades/<lesson>-canvas.csv`: the grades in Canvas's gradebook import format (grader.grading.canvas_csv);
+- `grades/<lesson>-overview.html`: per exercise and per student, what lost points, each student's
+  points and lateness (grader.grading.overview), and the same in the terminal summary;
+- `grades/<lesson>-canvas.csv` and `grades/<lesson>-moodle.csv`: the grades to import into Canvas's
+  gradebook and Moodle's assignment (grader.grading.canvas_csv, grader.grading.moodle_csv);
+- `grades/<lesson>-feedback/` and `.zip`: each student's feedback page named for upload
+  (grader.grading.feedback_bundle);
 - `grades/<lesson>-similarity.html`: pairs of submissions whose answers match
   (grader.grading.similarity); it changes no grade;
-- with a regrade, the table of every score that changed (grader.grading.regrade).
+- `grades/<lesson>.json`: these grades, so that the next run can say what changed and why
+  (grader.grading.grades.changes).
 """
 
 from __future__ import annotations
@@ -15,35 +19,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.grading import canvas_csv, overview, regrade, similarity
-from grader.grading.jobs import Result
-from grader.grading.late import Lateness
-from grader.grading.lms import Roster
+from grader.grading import canvas_csv, feedback_bundle, grades, moodle_csv, overview, similarity
+from grader.grading.grades import Row
 from grader.layout import Layout
 
 
-def write(lesson: str, results: Sequence[Result], points: dict[str, float], layout: Layout, *,
-          lateness: dict[str, Lateness], roster: Roster | None = None,
-          before: dict[str, dict[str, float | None]] | None = None,
+def write(lesson: str, rows: Sequence[Row], points: dict[str, float], layout: Layout, *,
+          before: dict | None, labels: dict[str, str] | None = None,
+          canvas: canvas_csv.CanvasImport | None = None,
           similar: similarity.SimilarityReport | None = None) -> tuple[dict[str, Path], str]:
-    """Write the overview page, the Canvas CSV and the similarity report; return them by name, and
-    the text to add to the terminal summary (the overview, and with `before` the regrade's changes).
-
-    `similar` says which pairs the similarity report lists (default: SimilarityReport's defaults)."""
+    """Write every report of `rows`; return them by name, and the text to add to the terminal summary
+    (the overview, and every final total or exercise that changed since the run that wrote `before`)."""
     similar = similar or similarity.SimilarityReport()
-    grades = layout.grades_csv(lesson).parent
-    autograded = {r.student: layout.autograded_notebook(r.student, lesson) for r in results}
-    view = overview.build(lesson, results, points, autograded, lateness)
-    files = {"overview": overview.write_html(grades / f"{lesson}-overview.html", view),
-             "canvas": canvas_csv.write(grades / f"{lesson}-canvas.csv", lesson, results, points,
-                                        lateness=lateness, roster=roster)}
-    submitted = {r.student: layout.submitted_notebook(r.student, lesson) for r in results}
+    canvas = canvas or canvas_csv.CanvasImport()
+    folder = layout.grades_csv(lesson).parent
+    graded = [r for r in rows if r.status == "graded"]
+    autograded = {r.student: layout.autograded_notebook(r.student, lesson) for r in graded}
+    view = overview.build(lesson, rows, points, autograded, labels)
+    lms_rows = [r for r in rows if r.person is None or r.person.on_roster or r.status != grades.NO_SUBMISSION]
+    files = {"overview": overview.write_html(folder / f"{lesson}-overview.html", view),
+             "canvas": canvas_csv.write(folder / f"{lesson}-canvas.csv", lesson, lms_rows, points,
+                                        column=canvas.columns.get(lesson, ""), per_exercise=canvas.per_exercise),
+             "moodle": moodle_csv.write(folder / f"{lesson}-moodle.csv", lms_rows, points)}
+    bundle = feedback_bundle.write(layout.feedback_bundle(lesson), lesson, rows,
+                                   lambda student: layout.feedback_page(student, lesson))
+    if bundle is not None:
+        files["feedback zip"] = bundle
+    submitted = {r.student: layout.submitted_notebook(r.student, lesson) for r in rows if r.result is not None}
     pairs = similarity.compare(submitted, layout.release_notebook(lesson), threshold=similar.threshold,
                                min_tokens=similar.min_tokens)
-    files["similar"] = similarity.write_html(grades / f"{lesson}-similarity.html", lesson, pairs,
+    files["similar"] = similarity.write_html(folder / f"{lesson}-similarity.html", lesson, pairs,
                                              compared=len(submitted), threshold=similar.threshold)
+    grades.write_snapshot(layout.grades_snapshot(lesson), rows)
     text = [overview.terminal(view),
-            f"  similar answers        {len(pairs):4d} pairs at {similar.threshold:.0%} or more (no grade changed)"]
-    if before is not None:
-        text.append(regrade.table(lesson, regrade.changes(before, results, points), len(results)))
+            f"  similar answers        {len(pairs):4d} pairs at {similar.threshold:.0%} or more (no grade changed)",
+            grades.changes_table(lesson, grades.changes(before, rows), len(rows))]
     return files, "\n".join(text)

@@ -21,13 +21,16 @@ import nbformat
 from nbconvert.filters import strip_ansi
 
 from grader import notebook
-from grader.grading.jobs import Result
-from grader.grading.late import Lateness
+from grader.grading.grades import Row
+from grader.grading.triage import ERRORS, FLAGS
 from grader.safe_text import for_terminal
 
 MAX_MESSAGE = 300  # characters of one failure message kept: the overview's layout, not a setting
 NO_MESSAGE = "no points, no error shown (partial credit, or a test that scored 0 without failing)"
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
+# How a cell ended when the grader stopped it, in words (not the KeyboardInterrupt it shows).
+ENDINGS = {**{ename: FLAGS[flag].text.format("the cell") for ename, flag in ERRORS.items()},
+           "KeyboardInterrupt": FLAGS["timeout"].text.format("the cell")}
 
 
 @dataclass
@@ -48,6 +51,7 @@ class Overview:
     exercises: list[Exercise]
     students: dict[str, list[str]]  # student -> one line per exercise that lost points (and lateness)
     failed: dict[str, str]  # student -> why grading failed
+    totals: dict[str, str] = field(default_factory=dict)  # student -> "13.5/15" (final points), or why none
 
 
 def failure_messages(autograded: Path, points: dict[str, float], scores: dict[str, float | None]) -> dict[str, str]:
@@ -62,7 +66,9 @@ def failure_messages(autograded: Path, points: dict[str, float], scores: dict[st
         if score is not None and score >= top:
             continue
         errors = [o for o in cells.get(grade_id, {}).get("outputs", []) if o.get("output_type") == "error"]
-        if errors:
+        if errors and (ending := ENDINGS.get(errors[0].get("ename", ""))):
+            messages[grade_id] = ending
+        elif errors:
             first = errors[0]  # the cause: later errors (hidden tests that did not run) follow from it
             text = f"{first.get('ename', '')}: {strip_ansi(str(first.get('evalue', '')))}".strip(": ")
             text = " ".join(text.split())
@@ -72,12 +78,13 @@ def failure_messages(autograded: Path, points: dict[str, float], scores: dict[st
     return messages
 
 
-def build(lesson: str, results: Sequence[Result], points: dict[str, float], autograded: dict[str, Path],
-          lateness: dict[str, Lateness] | None = None) -> Overview:
-    """The overview of one batch; `autograded` maps each student to their autograded notebook."""
-    lateness = lateness or {}
-    graded = sorted((r for r in results if r.status == "graded"), key=lambda r: r.student)
-    per_student = {r.student: failure_messages(autograded[r.student], points, r.scores)
+def build(lesson: str, rows: Sequence[Row], points: dict[str, float], autograded: dict[str, Path],
+          labels: dict[str, str] | None = None) -> Overview:
+    """The overview of a lesson's grades (grader.grading.grades); `autograded` maps each student to
+    their autograded notebook, `labels` each exercise's grade_id to the lesson's name for it."""
+    labels = labels or {}
+    graded = [r for r in rows if r.status == "graded"]
+    per_student = {r.student: failure_messages(autograded[r.student], points, r.graded)
                    for r in graded if r.student in autograded}
     exercises = []
     for grade_id, top in points.items():
@@ -87,16 +94,21 @@ def build(lesson: str, results: Sequence[Result], points: dict[str, float], auto
             if grade_id in messages:
                 grouped.setdefault(messages[grade_id], []).append(student)
         ranked = sorted(grouped.items(), key=lambda item: (-len(item[1]), item[0]))
-        exercises.append(Exercise(grade_id, top, sum(scores) / len(scores) if scores else 0.0,
+        exercises.append(Exercise(labels.get(grade_id, grade_id), top, sum(scores) / len(scores) if scores else 0.0,
                                   sum(s >= top for s in scores) / len(scores) if scores else 0.0, ranked))
-    students = {}
-    for result in graded:
-        lines = [f"{grade_id}: {message}" for grade_id, message in per_student.get(result.student, {}).items()]
-        if late := lateness.get(result.student, Lateness()).describe():
-            lines.append(late)
-        students[result.student] = lines
-    failed = {r.student: r.reason for r in results if r.status != "graded"}
-    return Overview(lesson, len(graded), exercises, students, failed)
+    students, totals = {}, {}
+    maximum = sum(points.values())
+    for row in rows:
+        if row.status == "graded":
+            lines = [f"{labels.get(g, g)}: {m}" for g, m in per_student.get(row.student, {}).items()
+                     if g not in row.overrides]
+            if late := row.lateness.describe():
+                lines.append(late)
+            students[row.student] = lines + row.notes
+        final = "-" if row.final is None else f"{row.final:g}"
+        totals[row.student] = f"{final}/{maximum:g}" + (f" ({row.status})" if row.status != "graded" else "")
+    failed = {r.student: r.result.reason for r in rows if r.status == "failed" and r.result}
+    return Overview(lesson, len(graded), exercises, students, failed, totals)
 
 
 def terminal(overview: Overview, *, most: int = 3) -> str:
@@ -111,7 +123,8 @@ def terminal(overview: Overview, *, most: int = 3) -> str:
     losing = {s: lines_ for s, lines_ in overview.students.items() if lines_}
     lines.append(f"  per student ({len(losing)} lost points or were late)")
     for student, items in losing.items():
-        lines.extend(f"    {for_terminal(student)}: {for_terminal(item)}" for item in items)
+        lines.append(f"    {for_terminal(student)}: {overview.totals.get(student, '')}")
+        lines.extend(f"      {for_terminal(item)}" for item in items)
     return "\n".join(lines)
 
 
@@ -133,12 +146,17 @@ def write_html(path: Path, overview: Overview) -> Path:
         failures = f"<ul>{failures}</ul>" if e.failures else failures
         parts.append(f"<tr><td>{esc(e.grade_id)} ({e.points:g} pts)</td><td>{e.mean:.2f}</td><td>{e.full:.0%}</td>"
                      f"<td>{failures}</td></tr>")
-    parts.append("</table><h2>Per student</h2><table><tr><th>student</th><th>what lost points</th></tr>")
-    for student, items in overview.students.items():
-        body = "<br>".join(f"<code>{esc(item)}</code>" for item in items) or "full marks, on time"
-        parts.append(f"<tr><td>{esc(student)}</td><td>{body}</td></tr>")
-    for student, reason in overview.failed.items():
-        parts.append(f"<tr><td>{esc(student)}</td><td>not graded: <code>{esc(reason)}</code></td></tr>")
+    parts.append("</table><h2>Per student</h2><table><tr><th>student</th><th>points</th><th>what lost points</th>"
+                 "</tr>")
+    for student, total in overview.totals.items():
+        if student in overview.failed:
+            body = f"not graded: <code>{esc(overview.failed[student])}</code>"
+        elif student in overview.students:
+            body = "<br>".join(f"<code>{esc(item)}</code>" for item in overview.students[student]) or \
+                "full marks, on time"
+        else:
+            body = "no submission"
+        parts.append(f"<tr><td>{esc(student)}</td><td>{esc(total)}</td><td>{body}</td></tr>")
     parts.append("</table></body></html>\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(parts), encoding="utf-8")

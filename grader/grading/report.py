@@ -15,6 +15,7 @@ from matplotlib.ticker import MaxNLocator
 from tqdm import tqdm
 
 from grader.grading.collect import Skipped
+from grader.grading.grades import Row
 from grader.grading.jobs import Result
 from grader.grading.triage import needs_review
 from grader.safe_text import for_csv, for_terminal
@@ -50,22 +51,23 @@ class Progress:
             self.bar.close()
 
 
-def write_csv(path: Path, results: Sequence[Result], points: dict[str, float],
-              late: dict[str, str] | None = None) -> Path:
-    """One row per student: points per test cell, total, status, flags (or why grading failed), and
-    with `late` (student -> how late, "" when on time) a last column `late`."""
+def write_csv(path: Path, rows: Sequence[Row], points: dict[str, float]) -> Path:
+    """One row per student (grader.grading.grades): name, points per test cell (overrides applied),
+    total before the late penalty, lateness, penalty, final points, status, and notes (flags, why
+    grading failed, overrides, a hand edit)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        header = ["student", *points, "total", "status", "flags", *(["late"] if late is not None else [])]
+        header = ["student", "name", *points, "total", "late", "penalty", "final", "status", "notes"]
         writer.writerow([for_csv(name) for name in header])
-        for result in sorted(results, key=lambda o: o.student):
-            scores = [_number(result.scores.get(name)) for name in points]
-            flags = [str(flag) for flag in result.flags]
-            notes = flags if result.status == "graded" else [result.reason, *flags]
-            lateness = [for_csv(late.get(result.student, ""))] if late is not None else []
-            writer.writerow([for_csv(result.student), *scores, _number(result.total), for_csv(result.status),
-                             for_csv("; ".join(notes)), *lateness])
+        for row in rows:
+            result = row.result
+            flags = [str(flag) for flag in result.flags] if result else []
+            notes = flags if row.status != "failed" else [result.reason, *flags]
+            writer.writerow([for_csv(row.student), for_csv(row.name), *(_number(row.scores[n]) for n in points),
+                             _number(row.total), for_csv(row.lateness.describe()),
+                             _number(row.lateness.penalty or None), _number(row.final), for_csv(row.status),
+                             for_csv("; ".join([*notes, *row.notes]))])
     return path
 
 
@@ -102,7 +104,7 @@ def plot_scores(path: Path, results: Sequence[Result], points: dict[str, float],
 
 def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], *, seconds: float,
             workers: int | None, files: dict[str, Path], unsafe: bool = False,
-            collect_notes: Sequence[Skipped] = ()) -> str:
+            collect_notes: Sequence[Skipped] = (), notes: Sequence[str] = ()) -> str:
     """The end-of-batch report: graded, failed and why, needing review, timed out, not collected."""
     graded = [o for o in results if o.status == "graded"]
     failed = [o for o in results if o.status == "failed"]
@@ -118,6 +120,7 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
     if any(f.name == "grader-uid" for o in graded for f in o.flags):
         lines.append("WEAKER: kernels ran as the grader's own host uid, not one of their own (flag grader-uid): "
                      "grade as root for a uid per kernel")
+    lines += [for_terminal(note) for note in notes]
     lines += [f"{lesson}: {len(results)} submissions in {seconds:.0f} s{pool}",
              f"  graded                {len(graded):4d}" + (f" ({cached} already up to date)" if cached else "")]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from grader.grading.roster import enrol
+from grader.grading.enrolment import enrol
 
 
 def test_a_student_added_by_another_process_meanwhile_is_not_an_error(gradebook_url, monkeypatch):
