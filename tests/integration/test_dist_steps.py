@@ -11,8 +11,10 @@ import pytest
 from grader.authoring import dist, dist_steps
 from grader.course import lesson_ids
 from grader.errors import UnknownLesson
+from tests.support import every_lesson_closed
 
 FIRST, SECOND, THIRD = lesson_ids()[:3]
+CLOSED = every_lesson_closed()  # every deadline past: no lesson's answers are held back
 
 
 def test_lesson_ranges_numbers_and_ids_are_read_in_course_order():
@@ -26,7 +28,7 @@ def test_lesson_ranges_numbers_and_ids_are_read_in_course_order():
 
 def test_a_later_build_adds_lessons_and_keeps_what_was_published_byte_for_byte(tmp_path, capsys):
     out = tmp_path / "published"
-    dist.main(out=out, lessons=dist_steps.parse("01-02"))
+    dist.main(out=out, lessons=dist_steps.parse("01-02"), config=CLOSED)
     assert json.loads((out / dist.MANIFEST).read_text())["releases"].keys() == {FIRST, SECOND}
     assert not (out / "lessons" / THIRD).exists()
 
@@ -42,10 +44,10 @@ def test_a_later_build_adds_lessons_and_keeps_what_was_published_byte_for_byte(t
     manifest["releases"][FIRST] = hashlib.sha256(older).hexdigest()
     (out / dist.MANIFEST).write_text(json.dumps(manifest))
 
-    dist.main(out=out, lessons=dist_steps.parse("03"))
+    dist.main(out=out, lessons=dist_steps.parse("03"), config=CLOSED)
     assert json.loads((out / dist.MANIFEST).read_text())["releases"].keys() == {FIRST, SECOND, THIRD}
     assert notebook.read_bytes() == older and pristine.read_bytes() == older
     assert f"{FIRST}: kept as published" in capsys.readouterr().out
 
-    dist.main(out=out, lessons=[THIRD], republish=[FIRST])
+    dist.main(out=out, lessons=[THIRD], republish=[FIRST], config=CLOSED)
     assert notebook.read_bytes() != older
