@@ -281,17 +281,23 @@ class OutOfTime(BaseException):  # not an Exception: a candidate's own `except E
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float):
+def time_limit(seconds: float, *, cpu: bool = False):
+    """OutOfTime after `seconds` of wall-clock time; with `cpu`, after `seconds` of this process's CPU time
+    (the same on a busy machine), or ten times that of wall-clock time (a call that waits)."""
     def expire(signum, frame):
         raise OutOfTime
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    timers = [(signal.SIGALRM, signal.ITIMER_REAL, seconds * (10 if cpu else 1))]
+    timers += [(signal.SIGPROF, signal.ITIMER_PROF, seconds)] if cpu else []
+    previous = [signal.signal(number, expire) for number, _, _ in timers]
+    for _, timer, limit in timers:
+        signal.setitimer(timer, limit)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for (number, timer, _), handler in zip(timers, previous, strict=True):
+            signal.setitimer(timer, 0)
+            signal.signal(number, handler)
 
 
 def with_generators(value):
@@ -327,13 +333,14 @@ def trusted_globals(candidate, replace: dict):
                 scope[name] = value
 
 
-def passes(check, cases: list, candidate, *, outputs_only: bool = False) -> bool:
+def passes(check, cases: list, candidate, *, outputs_only: bool = False, seconds: float = CASE_SECONDS,
+           cpu: bool = False) -> bool:
     """True when `candidate` gives the reference's outcome on every case of this grading run.
 
     A candidate that returns the reference's main result (the first element of the tuple it returns,
     a layer's output before its cache) passes too. With `outputs_only`, so does one that returns a
     tuple with that main result first, and the cases that must raise are left out: what it computes
-    is the answer, whatever it caches or validates.
+    is the answer, whatever it caches or validates. Each case gets `seconds` (of CPU time with `cpu`).
     """
     import numpy as np
 
@@ -344,7 +351,7 @@ def passes(check, cases: list, candidate, *, outputs_only: bool = False) -> bool
         expected = check.expected(copy.deepcopy(case))
         args, kwargs = with_generators(copy.deepcopy((case.args, case.kwargs)))
         try:
-            with (warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(CASE_SECONDS),
+            with (warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(seconds, cpu=cpu),
                   trusted_globals(candidate, check.replace_globals)):
                 warnings.simplefilter("ignore")
                 got = candidate(*args, **kwargs)
@@ -389,17 +396,44 @@ def searched_checks(lesson: str) -> dict:
                                     if not check.tensors and not check.fixed_inputs}
 
 
+ANSWER_SECONDS = 1.0  # of CPU time per case, for a function a lesson gives: an answer takes milliseconds
+
+
 def answers_among(functions: dict, lesson: str) -> list[tuple[str, str]]:
     """(function name, grade_id) for each of `functions` that is a working answer to an exercise of `lesson`
-    (`passes` with `outputs_only`, on one grading run's hidden inputs)."""
+    (`passes` with `outputs_only`, on one grading run's hidden inputs).
+
+    The functions are a lesson's, called with the exercises' arguments: the figures they draw are
+    closed, and an IPython shell that a widget of theirs created is let go (it would write its
+    history at exit, into a folder the test session has removed by then)."""
     from grader.trusted.spec import seeded
 
     found = []
-    for grade_id, check in searched_checks(lesson).items():
-        cases = list(check.cases(seeded(0, grade_id)))
-        found += [(name, grade_id) for name, function in functions.items()
-                  if passes(check, cases, function, outputs_only=True)]
+    with lesson_side_effects_undone():
+        for grade_id, check in searched_checks(lesson).items():
+            cases = list(check.cases(seeded(0, grade_id)))
+            found += [(name, grade_id) for name, function in functions.items()
+                      if passes(check, cases, function, outputs_only=True, seconds=ANSWER_SECONDS, cpu=True)]
     return found
+
+
+@contextlib.contextmanager
+def lesson_side_effects_undone():
+    import atexit
+
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+
+    had_shell, settings = InteractiveShell.initialized(), matplotlib.rcParams.copy()
+    try:
+        yield
+    finally:
+        plt.close("all")
+        matplotlib.rcParams.update(settings)
+        if not had_shell and InteractiveShell.initialized():
+            atexit.unregister(InteractiveShell.instance().atexit_operations)
+            InteractiveShell.clear_instance()
 
 
 def notebook_functions(nb, label: str) -> dict:
