@@ -25,8 +25,10 @@ the packages students need, read with `packaging`), README.md (its lesson table)
 distribution does differently is where the self-check takes each lesson's locked cells from: not
 solutions/, which it does not have, but .course/releases/ (grader/student/originals.py).
 
-Building refuses a stale release (lessons/<id> must equal what `make release` makes now), so
-that the self-check gives the same verdicts as in the course. The output is the same bytes for
+Building refuses a lesson that hands out a working answer to an earlier exercise still open under
+the late policy's deadlines (grader/authoring/handouts.py, dist_steps.refuse_open_answers), and a
+stale release (lessons/<id> must equal what `make release` makes now), so that the self-check
+gives the same verdicts as in the course. The output is the same bytes for
 the same course. Rebuilding into an earlier distribution replaces it, keeping only its `.git`
 and `.venv`; `--check` reports how a folder differs from a fresh build without writing anything.
 """

@@ -50,7 +50,8 @@ def test_the_declared_handouts_are_exactly_what_the_released_notebooks_give():
         found, declared = found_handouts(lesson), set(handouts(lesson))
         wrong += [f"{lesson}: add {h} (its `{h.function}` passes {h.lesson}'s hidden checks of {h.grade_id})"
                   for h in sorted(found - declared)]
-        wrong += [f"{lesson}: remove {h} (no function of its release answers {h.grade_id} any more)"
+        wrong += [f"{lesson}: remove {h} (its release has no `{h.function}` that passes {h.lesson}'s hidden checks "
+                  f"of {h.grade_id})"
                   for h in sorted(declared - found)]
     assert not wrong, "grader/authoring/handouts.py disagrees with the released notebooks:\n" + "\n".join(wrong)
 
