@@ -25,9 +25,11 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture(scope="session")
 def distribution(tmp_path_factory):
-    """A fresh student distribution of every lesson (`make dist`), built once per test process: copy it to change it."""
+    """A fresh student distribution of every lesson (`make dist`, every deadline past), built once per test
+    process: copy it to change it."""
     from grader.authoring import dist
+    from tests.support import every_lesson_closed
 
     out = tmp_path_factory.mktemp("dist") / "attention-student"
-    dist.main(out=out)
+    dist.main(out=out, config=every_lesson_closed())
     return out

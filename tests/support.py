@@ -10,11 +10,15 @@ here, never from each other.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import os
 import re
+import signal
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -266,6 +270,218 @@ def secret_lines(lesson: str, regions: tuple[str, ...] = ("SOLUTION", "HIDDEN TE
         secrets.update(hidden)
         visible.update(line.strip() for line in cell.source.splitlines() if line.strip() not in hidden)
     return {line for line in secrets - visible if len(line) >= 12}
+
+
+# ---------------------------------------------------------------- working answers, found by running hidden checks
+
+CASE_SECONDS = 3.0  # the references take milliseconds on every hidden case
+
+
+class OutOfTime(BaseException):  # not an Exception: a candidate's own `except Exception` cannot swallow it
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, *, cpu: bool = False):
+    """OutOfTime after `seconds` of wall-clock time; with `cpu`, after `seconds` of this process's CPU time
+    (the same on a busy machine), or ten times that of wall-clock time (a call that waits)."""
+    def expire(signum, frame):
+        raise OutOfTime
+
+    timers = [(signal.SIGALRM, signal.ITIMER_REAL, seconds * (10 if cpu else 1))]
+    timers += [(signal.SIGPROF, signal.ITIMER_PROF, seconds)] if cpu else []
+    previous = [signal.signal(number, expire) for number, _, _ in timers]
+    for _, timer, limit in timers:
+        signal.setitimer(timer, limit)
+    try:
+        yield
+    finally:
+        for (number, timer, _), handler in zip(timers, previous, strict=True):
+            signal.setitimer(timer, 0)
+            signal.signal(number, handler)
+
+
+def with_generators(value):
+    from grader.trusted import Rng
+
+    if isinstance(value, Rng):
+        return value.generator()
+    if isinstance(value, (tuple, list)):
+        return type(value)(with_generators(v) for v in value)
+    if isinstance(value, dict):
+        return {k: with_generators(v) for k, v in value.items()}
+    return value
+
+
+@contextlib.contextmanager
+def trusted_globals(candidate, replace: dict):
+    """During the call, the globals the candidate sees hold the check's `replace_globals`, as in grading
+    (grader.trusted.harness swaps them into the student's namespace): Lesson 8's checks refuse `range`."""
+    scope = getattr(candidate, "__globals__", None)
+    if scope is None or not replace:
+        yield
+        return
+    absent = object()
+    saved = {name: scope.get(name, absent) for name in replace}
+    scope.update(replace)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is absent:
+                scope.pop(name, None)
+            else:
+                scope[name] = value
+
+
+def passes(check, cases: list, candidate, *, outputs_only: bool = False, seconds: float = CASE_SECONDS,
+           cpu: bool = False, expected_of=None) -> bool:
+    """True when `candidate` gives the reference's outcome on every case of this grading run.
+
+    A candidate that returns the reference's main result (the first element of the tuple it returns,
+    a layer's output before its cache) passes too. With `outputs_only`, so does one that returns a
+    tuple with that main result first, and the cases that must raise are left out: what it computes
+    is the answer, whatever it caches or validates. Each case gets `seconds` (of CPU time with `cpu`).
+    `expected_of(i)`, if given, is the reference's outcome for `cases[i]` (kept for the next candidate).
+    """
+    import numpy as np
+
+    ran = 0
+    for index, case in enumerate(cases):
+        if outputs_only and case.expect_raise is not None:
+            continue
+        expected = expected_of(index) if expected_of else check.expected(copy.deepcopy(case))
+        args, kwargs = with_generators(copy.deepcopy((case.args, case.kwargs)))
+        try:
+            with (warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(seconds, cpu=cpu),
+                  trusted_globals(candidate, check.replace_globals)):
+                warnings.simplefilter("ignore")
+                got = candidate(*args, **kwargs)
+        except OutOfTime:
+            return False
+        except Exception as error:  # noqa: BLE001 (a candidate that raises is not an answer)
+            if case.expect_raise is None or not isinstance(error, case.expect_raise):
+                return False
+            continue
+        if case.expect_raise is not None:
+            return False
+        try:
+            if check.compare(expected, got) is not None and not main_result(expected, got, outputs_only):
+                return False
+        except Exception:  # noqa: BLE001 (an unreadable result is not an answer either)
+            return False
+        ran += 1
+    return ran > 0 or not outputs_only
+
+
+def main_result(expected, got, in_a_tuple: bool = False) -> bool:
+    """True when the reference returns a tuple and `got`, an array (or with `in_a_tuple` a tuple starting
+    with one), is its first element."""
+    import numpy as np
+
+    from grader.trusted import Same
+
+    if not isinstance(expected, tuple) or not expected or not isinstance(expected[0], np.ndarray):
+        return False
+    if in_a_tuple and isinstance(got, tuple) and got:
+        got = got[0]
+    return isinstance(got, np.ndarray) and Same()(expected[0], got) is None
+
+
+def searched_checks(lesson: str) -> dict:
+    """grade_id -> Check of `lesson`'s hidden checks that a NumPy function can be run against in this process
+    (not PyTorch's, nor a quiz's, whose key is no function of its inputs)."""
+    from grader.trusted import load_spec
+
+    spec = load_spec(lesson)
+    return {} if spec is None else {grade_id: check for grade_id, check in spec.checks.items()
+                                    if not check.tensors and not check.fixed_inputs}
+
+
+ANSWER_SECONDS = 1.0  # of CPU time per case, for a function a lesson gives: an answer takes milliseconds
+
+
+def answers_among(functions: dict, lesson: str) -> list[tuple[str, str]]:
+    """(function name, grade_id) for each of `functions` that is a working answer to an exercise of `lesson`
+    (`passes` with `outputs_only`, on one grading run's hidden inputs).
+
+    The functions are a lesson's, called with the exercises' arguments: the figures they draw are
+    closed, and an IPython shell that a widget of theirs created is let go (it would write its
+    history at exit, into a folder the test session has removed by then)."""
+    from grader.trusted.spec import seeded
+
+    found = []
+    with lesson_side_effects_undone():
+        for grade_id, check in searched_checks(lesson).items():
+            cases = list(check.cases(seeded(0, grade_id)))
+            expected_of = functools.cache(lambda i, check=check, cases=cases: check.expected(copy.deepcopy(cases[i])))
+            found += [(name, grade_id) for name, function in functions.items()
+                      if passes(check, cases, function, outputs_only=True, seconds=ANSWER_SECONDS, cpu=True,
+                                expected_of=expected_of)]
+    return found
+
+
+@contextlib.contextmanager
+def lesson_side_effects_undone():
+    import atexit
+
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+
+    had_shell = InteractiveShell.initialized()
+    try:
+        with matplotlib.rc_context():
+            yield
+    finally:
+        plt.close("all")
+        if not had_shell and InteractiveShell.initialized():
+            atexit.unregister(InteractiveShell.instance().atexit_operations)
+            InteractiveShell.clear_instance()
+
+
+def notebook_functions(nb, label: str) -> dict:
+    """name -> function, for every function a notebook's code cells define at their top level.
+
+    The cells' definitions, imports and assignments that call nothing run, in order, in one namespace
+    of their own (as the notebook's would be, without its computations); a statement that fails there,
+    a cell that is not Python (`%%writefile`) and IPython magics are skipped.
+    """
+    import ast
+    import inspect
+
+    namespace = {"__name__": label}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in cell.source.splitlines())
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            simple = isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and (
+                isinstance(node.value, ast.Lambda) or not any(isinstance(n, ast.Call) for n in ast.walk(node.value)))
+            if simple or isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+                try:
+                    exec(compile(ast.Module([node], type_ignores=[]), label, "exec"), namespace)  # noqa: S102
+                except Exception:  # noqa: BLE001, S112 (a definition that needs what the notebook computes)
+                    continue
+    return {name: value for name, value in namespace.items()
+            if inspect.isfunction(value) and value.__code__.co_filename == label}
+
+
+def deadlines_config(deadlines: dict[str, str], extensions: dict | None = None):
+    """The course's nbgrader configuration with these `c.LatePolicy` deadlines (and extensions)."""
+    config = nbgrader_config()
+    config.LatePolicy.deadlines = dict(deadlines)
+    config.LatePolicy.extensions = dict(extensions or {})
+    return config
+
+
+def every_lesson_closed():
+    """The course's configuration with every lesson's deadline long past: `make dist` may publish every lesson."""
+    return deadlines_config({lesson: "2000-01-01 00:00:00 UTC" for lesson in lesson_ids()})
 
 
 # ---------------------------------------------------------------- batch tables (grading/batch.toml, hostile/)

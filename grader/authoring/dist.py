@@ -25,8 +25,10 @@ the packages students need, read with `packaging`), README.md (its lesson table)
 distribution does differently is where the self-check takes each lesson's locked cells from: not
 solutions/, which it does not have, but .course/releases/ (grader/student/originals.py).
 
-Building refuses a stale release (lessons/<id> must equal what `make release` makes now), so
-that the self-check gives the same verdicts as in the course. The output is the same bytes for
+Building refuses a lesson that hands out a working answer to an earlier exercise still open under
+the late policy's deadlines (grader/authoring/handouts.py, dist_steps.refuse_open_answers), and a
+stale release (lessons/<id> must equal what `make release` makes now), so that the self-check
+gives the same verdicts as in the course. The output is the same bytes for
 the same course. Rebuilding into an earlier distribution replaces it, keeping only its `.git`
 and `.venv`; `--check` reports how a folder differs from a fresh build without writing anything.
 """
@@ -40,6 +42,7 @@ import json
 import re
 import shutil
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -50,6 +53,7 @@ from traitlets.config import Config, PyFileConfigLoader
 from grader.authoring import dist_steps
 from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
 from grader.errors import DistributionRefused, NotReleased
+from grader.grading.late import LatePolicy
 from grader.student.layout import JUPYTER_CONFIG, LESSON_HELPERS
 
 GRADER = REPO / "grader"
@@ -285,13 +289,15 @@ def differences(out: Path, files: dict[str, bytes] | None = None) -> list[str]:
 
 
 def main(*, out: Path, lessons: list[str] | None = None, check: bool = False,
-         republish: list[str] | None = None) -> list[str]:
+         republish: list[str] | None = None, now: datetime | None = None, config: Config | None = None) -> list[str]:
     """Write the student distribution of `lessons` (default: all) to `out`; return its files.
 
     Lessons that the distribution already in `out` published are kept exactly as published, and
     stay in it even when `lessons` leaves them out, except those in `republish`, which are written
-    from the current release (grader/authoring/dist_steps.py). With `check`, write nothing and
-    return how `out` differs from a fresh distribution instead.
+    from the current release (grader/authoring/dist_steps.py). A lesson written from the release
+    that hands out a working answer to an exercise not yet closed at `now` (default: the current
+    time) under the late policy of `config` (default: the course's) is refused, before anything is
+    written. With `check`, write nothing and return how `out` differs from a fresh distribution instead.
     """
     out = Path(out).expanduser().resolve()
     if check:
@@ -299,8 +305,11 @@ def main(*, out: Path, lessons: list[str] | None = None, check: bool = False,
     _refuse(out)  # before the minute of building, not after
     shipped = dist_steps.published(out, MANIFEST, RELEASES)
     earlier = {lesson: files for lesson, files in shipped.items() if lesson not in (republish or [])}
+    lessons = select_lessons(sorted({*select_lessons(lessons), *shipped}))
+    policy = LatePolicy(config=config if config is not None else nbgrader_config())
+    dist_steps.refuse_open_answers([lesson for lesson in lessons if lesson not in earlier], policy,
+                                   now if now is not None else datetime.now(timezone.utc))
     if shipped:
-        lessons = select_lessons(sorted({*select_lessons(lessons), *shipped}))
         changed = [lesson for lesson in earlier if student_notebook(lesson).is_file()
                    and student_notebook(lesson).read_bytes() != earlier[lesson][f"{RELEASES}/{lesson}.ipynb"]]
         for lesson in changed:

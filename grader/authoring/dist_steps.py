@@ -10,6 +10,12 @@ its notebook, its pristine copy and its checksum come from that distribution, no
 release, so that a student who pulls the new version keeps their work on the earlier lessons
 without a conflict. A lesson whose release changed since it was published is kept as published,
 and reported; `--republish <id>` replaces it on purpose.
+
+A lesson is published only when every earlier exercise it hands out a working answer to
+(grader/authoring/handouts.py) is closed: its deadline (`c.LatePolicy.deadlines`), plus the longest
+extension any student has on it (`c.LatePolicy.extensions`), has passed. A lesson without a
+deadline is open. `refuse_open_answers` names every hand-out that is still open, and what to do.
+Lessons kept as an earlier distribution published them are not written again, so not checked again.
 """
 
 from __future__ import annotations
@@ -17,10 +23,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from grader.authoring.handouts import Handout, handouts
 from grader.course import lesson_ids
-from grader.errors import UnknownLesson
+from grader.errors import DistributionRefused, UnknownLesson
+from grader.grading.late import LatePolicy
 
 
 def parse(spec: str) -> list[str]:
@@ -61,3 +71,79 @@ def published(out: Path, manifest: str, releases: str) -> dict[str, dict[str, by
                   if p.is_file() and ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts}
         found[lesson] = files
     return found
+
+
+# ---------------------------------------------------------------- never an open lesson's answers
+
+def closes(policy: LatePolicy, lesson: str) -> datetime | None:
+    """When `lesson` is closed for every student: its deadline plus its longest extension (None: no deadline)."""
+    deadline = utc(policy.deadline(lesson))
+    if deadline is None:
+        return None
+    hours = max((float(h or 0) for h in policy.extensions.get(lesson, {}).values()), default=0.0)
+    return deadline + timedelta(hours=max(hours, 0.0))
+
+
+@dataclass(frozen=True)
+class OpenAnswer:
+    """A lesson about to be published that hands out a working answer to an exercise still open."""
+
+    lesson: str  # the lesson that would be published
+    handout: Handout  # what it hands out, and whose exercise that answers
+    closes: datetime | None  # when that exercise closes (None: it has no deadline)
+
+    def describe(self, policy: LatePolicy) -> str:
+        earlier = self.handout.lesson
+        what = (f"{self.lesson} hands out `{self.handout.function}`, a working answer to {earlier}'s "
+                f"exercise {self.handout.grade_id}")
+        if self.closes is None:
+            return f"{what}; {earlier} has no deadline, so it is open"
+        deadline = utc(policy.deadline(earlier))
+        when = f"{earlier}'s deadline is {stamp(deadline)}"
+        if self.closes != deadline:
+            when += f", and with the longest extension it closes {stamp(self.closes)}"
+        return f"{what}; {when}"
+
+
+def utc(moment: datetime | None) -> datetime | None:
+    """`moment` as a timezone-aware UTC time; a naive one (nbgrader's parse_utc gives those) is taken as UTC."""
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def short(lesson: str) -> str:
+    """The lesson's number ("03"), which `parse` reads, or its id if it has none."""
+    number = lesson.split("-", 1)[0]
+    return number if number.isdigit() else lesson
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def open_answers(lessons: list[str], policy: LatePolicy, now: datetime) -> list[OpenAnswer]:
+    """Every hand-out of `lessons` whose exercise has not closed by `now` (naive: UTC)."""
+    now, found = utc(now), []
+    for lesson in lessons:
+        for handout in handouts(lesson):
+            closing = closes(policy, handout.lesson)
+            if closing is None or closing > now:
+                found.append(OpenAnswer(lesson, handout, closing))
+    return found
+
+
+def refuse_open_answers(lessons: list[str], policy: LatePolicy, now: datetime) -> None:
+    """Raise DistributionRefused, naming every case, if publishing `lessons` at `now` hands out an open answer."""
+    now, found = utc(now), open_answers(lessons, policy, now)
+    if not found:
+        return
+    held = sorted({answer.lesson for answer in found})
+    rest = [lesson for lesson in lessons if lesson not in held]
+    lines = [f"refusing to publish {', '.join(held)}: {'it hands' if len(held) == 1 else 'they hand'} out working "
+             f"answers to exercises still open (it is now {stamp(now)}):"]
+    lines += [f"  - {answer.describe(policy)}" for answer in found]
+    lines.append("Publish each after the deadline it waits for (c.LatePolicy.deadlines, and c.LatePolicy.extensions, "
+                 "in grader/nbgrader_config.py), or leave it out for now"
+                 + (f": LESSONS={','.join(map(short, rest))}." if rest else "."))
+    raise DistributionRefused("\n".join(lines))

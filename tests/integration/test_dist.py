@@ -23,7 +23,7 @@ from grader import notebook
 from grader.authoring import dist
 from grader.course import REPO
 from grader.student.check import HONEST_PASS
-from tests.support import Variant, build
+from tests.support import Variant, build, every_lesson_closed
 
 LESSON = "03-parallel-heads"
 NOTEBOOK = f"lessons/{LESSON}/{LESSON}.ipynb"
@@ -33,7 +33,7 @@ NOTEBOOK = f"lessons/{LESSON}/{LESSON}.ipynb"
 def shipped(tmp_path_factory) -> Path:
     """A distribution built here, then moved to another folder (the build's own is deleted)."""
     built = tmp_path_factory.mktemp("built") / "attention-student"
-    dist.main(out=built)
+    dist.main(out=built, config=every_lesson_closed())
     moved = tmp_path_factory.mktemp("downloaded") / "attention-from-scratch"
     shutil.copytree(built, moved)
     shutil.rmtree(built)

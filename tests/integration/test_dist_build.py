@@ -24,6 +24,7 @@ from grader import notebook
 from grader.authoring import dist
 from grader.course import REPO, lesson_ids
 from grader.errors import DistributionRefused, NotReleased
+from tests.support import every_lesson_closed
 
 STUDENT_TARGETS = {"help", "env", "torch", "lab", "check", "submit", "test"}
 
@@ -101,7 +102,7 @@ def test_the_build_refuses_a_stale_release_and_a_folder_it_does_not_own(tmp_path
     monkeypatch.setattr(dist, "student_notebook", lambda name: stale if name == lesson else REPO / "lessons" / name)
     assert dist.stale_lessons([lesson]) == [lesson]
     with pytest.raises(NotReleased, match="run `make release` first"):
-        dist.main(out=tmp_path / "new", lessons=[lesson])
+        dist.main(out=tmp_path / "new", lessons=[lesson], config=every_lesson_closed())
 
 
 def test_rebuilding_replaces_an_earlier_distribution_but_keeps_its_git(distribution, tmp_path):
@@ -111,7 +112,7 @@ def test_rebuilding_replaces_an_earlier_distribution_but_keeps_its_git(distribut
     (earlier / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (earlier / "lessons" / "old-lesson").mkdir()
     (earlier / "lessons" / "old-lesson" / "old-lesson.ipynb").write_text("{}")
-    files = dist.main(out=earlier, lessons=["03-parallel-heads"])
+    files = dist.main(out=earlier, lessons=["03-parallel-heads"], config=every_lesson_closed())
     assert (earlier / ".git" / "HEAD").is_file() and not (earlier / "lessons" / "old-lesson").exists()
     # Lessons it published stay (students have them: grader/authoring/dist_steps.py); stray files go.
     assert json.loads((earlier / dist.MANIFEST).read_text())["releases"].keys() == set(lesson_ids())

@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import ast
 import builtins
-import contextlib
-import copy
 import inspect
-import signal
-import warnings
 
 import nbformat
 import numpy as np
 
 from grader import notebook
 from grader.course import reference_notebook
-from grader.trusted import Check, Rng, Same, load_spec, spec_lessons
-from grader.trusted.spec import Case, seeded
+from grader.trusted import load_spec, spec_lessons
+from grader.trusted.spec import seeded
+from tests.support import passes
 
 
 def pytest_generate_tests(metafunc):
@@ -150,69 +147,6 @@ def sliced_answers(source: str, parameters: list[str], scope: dict) -> dict[str,
             else:
                 derived -= names
     return found
-
-
-CASE_SECONDS = 3.0  # the references take milliseconds on every hidden case
-
-
-class OutOfTime(BaseException):  # not an Exception: a candidate's own `except Exception` cannot swallow it
-    pass
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float):
-    def expire(signum, frame):
-        raise OutOfTime
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def with_generators(value):
-    if isinstance(value, Rng):
-        return value.generator()
-    if isinstance(value, (tuple, list)):
-        return type(value)(with_generators(v) for v in value)
-    if isinstance(value, dict):
-        return {k: with_generators(v) for k, v in value.items()}
-    return value
-
-
-def passes(check: Check, cases: list[Case], candidate) -> bool:
-    """True when `candidate` gives the reference's outcome on every case of this grading run."""
-    for case in cases:
-        expected = check.expected(copy.deepcopy(case))
-        args, kwargs = with_generators(copy.deepcopy((case.args, case.kwargs)))
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"), time_limit(CASE_SECONDS):
-                warnings.simplefilter("ignore")
-                got = candidate(*args, **kwargs)
-        except OutOfTime:
-            return False
-        except Exception as error:  # noqa: BLE001 (a candidate that raises is not an answer)
-            if case.expect_raise is None or not isinstance(error, case.expect_raise):
-                return False
-            continue
-        if case.expect_raise is not None:
-            return False
-        try:
-            if check.compare(expected, got) is not None and not main_result(expected, got):
-                return False
-        except Exception:  # noqa: BLE001 (an unreadable result is not an answer either)
-            return False
-    return True
-
-
-def main_result(expected, got) -> bool:
-    """True when the reference returns a tuple and `got`, an array, is its first element."""
-    if not isinstance(expected, tuple) or not expected or not isinstance(expected[0], np.ndarray):
-        return False
-    return isinstance(got, np.ndarray) and Same()(expected[0], got) is None
 
 
 def answers_in_test_cells(lesson: str) -> list[str]:
