@@ -34,12 +34,14 @@ FAKE = '<section id="course-summary"><h1>03-parallel-heads (Score: 15 / 15)</h1>
 
 
 def lesson_page(*cells: nbformat.NotebookNode, outputs: list | None = None, **totals) -> str:
-    """Lesson 3's feedback page, the release as handed in plus `cells` at the top and `outputs` on its first answer."""
+    """Lesson 3's feedback page: its answer and test cells as released (its prose, which a student may
+    delete, would only make the page slower to render), `cells` at the top, `outputs` on its first answer."""
     nb = nbformat.read(student_notebook(LESSON), as_version=4)
+    nb.cells = [cell for cell in nb.cells if notebook.grade_id(cell)]
     for cell in nb.cells:
         if notebook.is_graded(cell):
             cell.metadata.nbgrader["score"] = 0
-    nb.cells[1:1] = [copy.deepcopy(cell) for cell in cells]
+    nb.cells[0:0] = [copy.deepcopy(cell) for cell in cells]
     first = next(cell for cell in nb.cells if notebook.kind(cell) == "solution")
     first.outputs = outputs or []
     return feedback_page(nb, LESSON, **({"score": 5, "max_score": 15} | totals))
