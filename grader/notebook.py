@@ -7,11 +7,18 @@ Every module of the course that asks "which cell is this?" asks here, never
 from __future__ import annotations
 
 import copy
+import re
 from typing import Literal
 
 from nbformat import NotebookNode
 
 CellRole = Literal["test", "solution", "locked", "task"]  # what a cell is to nbgrader
+
+# How a lesson names its exercises (docs/lesson-style.md): a markdown heading "### Exercise 3: <title>",
+# and, where one exercise has several graded parts, a paragraph opening with "**(a)**", "**(b)**", ...
+EXERCISE_HEADING = re.compile(r"^#{1,6}[ \t]+Exercise[ \t]+(\d+[a-z]?)\b", re.IGNORECASE)
+PART_MARKER = re.compile(r"^(?:\*\*|__)\(([a-z])\)(?:\*\*|__)")
+FENCE = re.compile(r"^[ \t]{0,3}(?:```|~~~)")
 
 
 def meta(cell: NotebookNode) -> dict:
@@ -128,3 +135,72 @@ def insertion_index(cells: list[NotebookNode], order: list[str], missing: str) -
     before = [present[name] for name in order[:position] if name in present]
     after = [present[name] for name in order[position + 1:] if name in present]
     return max(before) + 1 if before else min(after) if after else len(cells)
+
+
+def exercise_labels(nb: NotebookNode) -> dict[str, str]:
+    """grade_id -> the lesson's own name of its exercise ("Exercise 3a"), for every graded cell, in notebook order.
+
+    Read from the notebook's markdown: a graded cell takes the number of the last "Exercise N" heading
+    above it, and the letter of the last "**(a)**" part opening a paragraph between that heading and
+    the cell. Read it from the release (or the source), never from a submission: a student can edit
+    markdown. See `cell_labels` for the rules of what a lesson leaves unnamed.
+    """
+    labels = cell_labels(nb)
+    return {name: labels[name] for name in test_points(nb)}
+
+
+def cell_labels(nb: NotebookNode) -> dict[str, str]:
+    """grade_id -> the lesson's name of its exercise, for every answer and graded cell, in notebook order.
+
+    Each label is unique among the graded cells: where the lesson leaves one unnamed, the label is
+    made up in a fixed way. Several graded cells under one heading without parts become "Exercise 3a",
+    "Exercise 3b", ... in order (their answer cells keep "Exercise 3"); a graded cell above every
+    exercise heading is named by its grade_id; a label that would repeat an earlier graded cell's gets
+    its grade_id after it: "Exercise 2 (test_x)".
+    """
+    places: dict[str, tuple[int, str | None, str]] = {}  # grade_id -> (heading's serial, its number, part letter)
+    place: tuple[int, str | None, str] = (0, None, "")
+    for cell in nb.cells:
+        if cell.get("cell_type") == "markdown":
+            place = _exercise_after(cell.get("source", ""), place)
+            continue
+        name = grade_id(cell)
+        if name and name not in places and (is_graded(cell) or kind(cell) == "solution"):
+            places[name] = place
+    graded = set(test_points(nb))
+    # Several graded cells in one place the lesson did not split into parts: a, b, c in order.
+    crowded: dict[tuple[int, str | None, str], list[str]] = {}
+    for name, (serial, number, part) in places.items():
+        if name in graded and number is not None and not part:
+            crowded.setdefault((serial, number, part), []).append(name)
+    letters = {name: chr(ord("a") + i) if i < 26 else f"-{i + 1}"
+               for names in crowded.values() if len(names) > 1 for i, name in enumerate(names)}
+    labels, taken = {}, set()
+    for name, (_, number, part) in places.items():
+        label = name if number is None else f"Exercise {number}{letters.get(name, part)}"
+        if name in graded:
+            if label in taken:
+                label = f"{label} ({name})"
+            taken.add(label)
+        labels[name] = label
+    return labels
+
+
+def _exercise_after(source: object, place: tuple[int, str | None, str]) -> tuple[int, str | None, str]:
+    """(heading's serial, exercise number, part letter) in force after a markdown cell, given those before it."""
+    serial, number, part = place
+    text = source if isinstance(source, str) else "".join(str(line) for line in source or [])
+    fenced, paragraph_start = False, True
+    for line in text.splitlines():
+        if FENCE.match(line):
+            fenced, paragraph_start = not fenced, False
+            continue
+        if fenced:
+            continue
+        stripped = line.strip()
+        if heading := EXERCISE_HEADING.match(stripped):
+            serial, number, part = serial + 1, heading.group(1), ""
+        elif paragraph_start and number is not None and (marker := PART_MARKER.match(stripped)):
+            part = marker.group(1)
+        paragraph_start = not stripped or stripped.startswith("#")
+    return serial, number, part

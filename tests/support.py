@@ -641,3 +641,31 @@ def unlink_key(serial: int) -> None:
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).syscall(KEYCTL, KEYCTL_UNLINK, serial, SESSION_KEYRING)
+
+
+# ---------------------------------------------------------------- feedback pages without a gradebook
+
+def feedback_page(nb: nbformat.NotebookNode, lesson: str, *, course: Path = REPO, score: float = 0,
+                  max_score: float = 0, late_penalty: float = 0) -> str:
+    """The feedback page of `nb` as `generate_feedback` builds it for `lesson` in `course`: every step
+    of the course's feedback pipeline but nbgrader's GetGrades (which reads the gradebook: each graded
+    cell's `score` comes from its metadata instead, the totals from the arguments), then its exporter."""
+    resources = {"nbgrader": {"assignment": lesson, "notebook": lesson, "student": "student", "score": score,
+                              "max_score": max_score, "late_penalty": late_penalty}}
+    page, _ = _feedback_exporter(course).from_notebook_node(copy.deepcopy(nb), resources)
+    return page
+
+
+@functools.cache
+def _feedback_exporter(course: Path):
+    """One exporter per course, as a grading process keeps one: compiling its templates takes most of a page's time."""
+    from traitlets.utils.importstring import import_item
+
+    from grader import pipeline
+
+    config = nbgrader_config(course)
+    exporter = import_item(pipeline.feedback_exporter())(config=config)
+    for step in pipeline.feedback_steps():
+        if not step.endswith(".GetGrades"):
+            exporter.register_preprocessor(import_item(step)(config=config), enabled=True)
+    return exporter

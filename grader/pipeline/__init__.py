@@ -65,6 +65,7 @@ def feedback_steps() -> list[str]:
     """
     return [
         f"{NBGRADER}.GetGrades",
+        f"{PIPELINE}.exercise_labels.ExerciseLabels",  # "Exercise 3a", as the release names it
         f"{PIPELINE}.clear_hidden_tests.ClearHiddenTests",  # nbgrader's, on test cells only
         f"{PIPELINE}.clean_feedback.CleanFeedbackCells",  # an allowlist (nh3) over all a student controls
         f"{NBCONVERT}.CSSHTMLHeaderPreprocessor",

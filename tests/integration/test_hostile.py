@@ -32,6 +32,7 @@ import pytest
 
 from grader.course import REPO
 from grader.grading.autograde import main as autograde
+from grader.pipeline.feedback_summary import NOTEBOOK, SLOT, FeedbackSummary, filled
 from grader.sandbox import cgroup
 from tests.support import (
     Course,
@@ -342,6 +343,20 @@ def test_feedback_carries_no_active_content(hostile):
         assert not [link for link in links if (link or "").strip().startswith(("javascript:", "vbscript:", "data:text")
                                                                             )], f"{name}'s feedback links to a script"
         assert "content-security-policy" in page, f"{name}'s feedback has no Content-Security-Policy"
+
+
+def test_no_submission_can_plant_or_move_the_grade_summary(hostile):
+    """The summary written after grading (grader.pipeline.feedback_summary) fills the template's slot, before
+    every cell, and nothing else, whatever fake slots a page holds (output-and-pages.toml plants them)."""
+    for name in graded(hostile):
+        page = hostile.course.layout.feedback_page(name, LESSON).read_text()
+        boundary = page.index(NOTEBOOK)
+        assert page.count(SLOT) == 1 and page.index(SLOT) < boundary, name
+        assert "FAKE-SUMMARY" not in page[:boundary], name
+        done = filled(page, FeedbackSummary(f"Summary of {name}", name, LESSON, 1, 15, "on time", 0, 1))
+        assert done.index(f"Summary of {name}") < done.index(NOTEBOOK), name
+        assert done[done.index(NOTEBOOK):] == page[boundary:], name
+        assert done.split("<body>")[0] == page.split("<body>")[0], name
 
 
 def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:

@@ -15,6 +15,7 @@ from grader.course import nbgrader_config
 from grader.pipeline.check_cell_metadata import CheckCellMetadata
 from grader.pipeline.clean_feedback import CleanFeedbackCells
 from grader.pipeline.clear_hidden_tests import ClearHiddenTests as OnlyTestCells
+from grader.pipeline.exercise_labels import ExerciseLabels
 from grader.pipeline.guarded_execute import GuardedExecute
 from grader.pipeline.inject_trusted_checks import InjectTrustedChecks
 from grader.pipeline.repair_cells import RepairCells
@@ -40,7 +41,8 @@ STANDS_FOR = {RepairCells: OverwriteCells, GuardedExecute: Execute, CheckCellMet
     (pipeline.release_steps, GenerateAssignment, "preprocessors", []),
     (pipeline.sanitize_steps, Autograde, "sanitize_preprocessors", []),
     (pipeline.autograde_steps, Autograde, "autograde_preprocessors", []),
-    (pipeline.feedback_steps, GenerateFeedback, "preprocessors", [OnlyTestCells, CleanFeedbackCells]),
+    (pipeline.feedback_steps, GenerateFeedback, "preprocessors", [ExerciseLabels, OnlyTestCells,
+                                                                         CleanFeedbackCells]),
 ], ids=["release", "sanitize", "autograde", "feedback"])
 def test_each_pipeline_is_nbgraders_with_the_course_steps(steps, converter, trait, added):
     """Catches an nbgrader upgrade that changes its pipelines: every nbgrader step is still there, in order."""
