@@ -669,3 +669,26 @@ def _feedback_exporter(course: Path):
         if not step.endswith(".GetGrades"):
             exporter.register_preprocessor(import_item(step)(config=config), enabled=True)
     return exporter
+
+
+# ---------------------------------------------------------------- grades rows without a kernel
+
+def grade_rows(lesson: str, results, points: dict[str, float], *, roster: str = "", times: dict | None = None,
+               lms_late: tuple[str, ...] = (), policy=None, overrides: dict | None = None, tmp: Path | None = None):
+    """grader.grading.grades rows for `results`, as a run would derive them: `roster` (CSV text) applied
+    to a fresh people registry, `times` (student -> datetime) as the submissions' times."""
+    from grader.grading import grades, late
+    from grader.grading.collect import Submission
+    from grader.grading.people import People
+    from grader.grading.roster import Roster
+
+    people = People((tmp or Path("/nonexistent")) / "people.json")
+    if roster:
+        people.apply_roster(Roster.parse(roster))
+    for result in results:
+        if result.student not in people.persons:
+            people.folder(result.student)
+    submissions = {r.student: Submission(r.student, (times or {}).get(r.student), r.student in lms_late)
+                   for r in results}
+    return grades.build(lesson, results, points, people=people, submissions=submissions,
+                        policy=policy or late.LatePolicy(), penalty=late.LatePenalty(), overrides=overrides or {})

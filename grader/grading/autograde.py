@@ -106,7 +106,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
             raise NotReleased(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
     if not release.is_file():
         raise NotReleased(f"{release} is missing: run `make release LESSON={lesson}` first")
-    points = notebook.test_points(nbformat.read(release, as_version=4))
+    released = nbformat.read(release, as_version=4)
+    points, labels = notebook.test_points(released), notebook.exercise_labels(released)
 
     table = Roster.read(roster) if roster is not None else None
     with registry(layout.people) as people:
@@ -151,7 +152,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
         report.plot_scores(plot, results, points, lesson)
     else:
         plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
-    written, details = lesson_reports.write(lesson, rows, points, layout, before=before,
+    written, details = lesson_reports.write(lesson, rows, points, layout, before=before, labels=labels,
                                             canvas=CanvasImport(config=config), similar=SimilarityReport(config=config))
     files = {"grades": csv_path, **({"plot": plot} if graded else {}), **written,
              "feedback": layout.feedback / "<student>" / lesson, "log": log}

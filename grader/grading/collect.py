@@ -43,11 +43,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from nbgrader.utils import parse_utc
-
 from grader.errors import BadDownload
 from grader.grading import lms
-from grader.grading.ids import ID_RULE, in_future, student_id
+from grader.grading.ids import ID_RULE, in_future, parse_time, student_id
 from grader.grading.people import People
 from grader.safe_text import for_terminal
 
@@ -137,7 +135,7 @@ def read_submission(folder: Path, student: str) -> Submission:
     time = None
     if (folder / STAMP).is_file():
         try:
-            time = parse_utc((folder / STAMP).read_text(errors="replace").strip())
+            time = parse_time((folder / STAMP).read_text(errors="replace"))
         except (ValueError, OverflowError):
             time = None
     record = _record(folder)

@@ -33,6 +33,15 @@ def student_id(raw: str) -> str | None:
     return ident if SAFE_ID.fullmatch(ident) and len(ident) <= MAX_ID else None
 
 
+def parse_time(text: str) -> datetime:
+    """A time as configured or written by nbgrader ("2026-12-01 23:59:00 UTC", "...+02:00", ISO 8601), in
+    UTC; without a zone, UTC. ValueError when it is not a time."""
+    text = re.sub(r"\s*(?:UTC|Z)$", "", text.strip(), flags=re.IGNORECASE)
+    text = re.sub(r"\s+([+-]\d\d:?\d\d)$", r"\1", text)
+    when = datetime.fromisoformat(text)
+    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+
+
 def in_future(when: datetime, now: datetime | None = None) -> bool:
     """Whether `when` is later than now (UTC) by more than CLOCK_SKEW."""
     return when > (now or datetime.now(timezone.utc)) + CLOCK_SKEW

@@ -20,9 +20,10 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nbgrader.utils import parse_utc
 from traitlets import Dict, Float
 from traitlets.config import Configurable
+
+from grader.grading.ids import parse_time
 
 DAY = 24 * 3600
 
@@ -30,12 +31,13 @@ DAY = 24 * 3600
 class LatePolicy(Configurable):
     """Deadlines per lesson and extensions per student, from the course configuration."""
 
-    deadlines = Dict(help="lesson id -> deadline, e.g. '2026-12-01 23:59:00 UTC' (no zone: UTC)").tag(config=True)
+    deadlines = Dict(help="lesson id -> deadline, e.g. '2026-12-01 23:59:00 UTC' or '2026-12-01 23:59:00+01:00' "
+                          "(no zone: UTC)").tag(config=True)
     extensions = Dict(help="lesson id -> {student id: hours of extension}").tag(config=True)
 
     def deadline(self, lesson: str) -> datetime | None:
         text = self.deadlines.get(lesson)
-        return parse_utc(text) if text else None
+        return parse_time(text) if text else None
 
     def extension_hours(self, lesson: str, student: str) -> float:
         return float(self.extensions.get(lesson, {}).get(student, 0) or 0)

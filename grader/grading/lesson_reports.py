@@ -6,6 +6,8 @@ After each run (grader.grading.autograde), next to `grades/<lesson>.csv`:
   points and lateness (grader.grading.overview), and the same in the terminal summary;
 - `grades/<lesson>-canvas.csv` and `grades/<lesson>-moodle.csv`: the grades to import into Canvas's
   gradebook and Moodle's assignment (grader.grading.canvas_csv, grader.grading.moodle_csv);
+- in each graded student's feedback page, the summary: their name, points, lateness, penalty and
+  final points (grader.pipeline.feedback_summary), rewritten on every run;
 - `grades/<lesson>-feedback/` and `.zip`: each student's feedback page named for upload
   (grader.grading.feedback_bundle);
 - `grades/<lesson>-similarity.html`: pairs of submissions whose answers match
@@ -22,6 +24,7 @@ from pathlib import Path
 from grader.grading import canvas_csv, feedback_bundle, grades, moodle_csv, overview, similarity
 from grader.grading.grades import Row
 from grader.layout import Layout
+from grader.pipeline.feedback_summary import FeedbackSummary, write_summary
 
 
 def write(lesson: str, rows: Sequence[Row], points: dict[str, float], layout: Layout, *,
@@ -41,6 +44,12 @@ def write(lesson: str, rows: Sequence[Row], points: dict[str, float], layout: La
              "canvas": canvas_csv.write(folder / f"{lesson}-canvas.csv", lesson, lms_rows, points,
                                         column=canvas.columns.get(lesson, ""), per_exercise=canvas.per_exercise),
              "moodle": moodle_csv.write(folder / f"{lesson}-moodle.csv", lms_rows, points)}
+    for row in graded:
+        page = layout.feedback_page(row.student, lesson)
+        if page.is_file() and row.total is not None and row.final is not None:
+            write_summary(page, FeedbackSummary(row.name or row.student, row.student, lesson, row.total,
+                                                sum(points.values()), row.lateness.status(), row.lateness.penalty,
+                                                row.final))
     bundle = feedback_bundle.write(layout.feedback_bundle(lesson), lesson, rows,
                                    lambda student: layout.feedback_page(student, lesson))
     if bundle is not None:

@@ -40,6 +40,7 @@ from traitlets import Dict
 from traitlets.config import Configurable
 
 from grader.errors import BadDownload
+from grader.grading.ids import script_id, student_id
 from grader.safe_text import for_terminal
 from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
 
@@ -77,7 +78,9 @@ class Match:
     @property
     def key(self) -> str:
         """Who the file is, as the LMS says it: `lms:<number>`, or `submit:<id>` for a make-submit file."""
-        return f"lms:{self.lms_id}" if self.lms_id else f"submit:{self.student_id}"
+        if self.lms_id:
+            return f"lms:{self.lms_id}"
+        return f"submit:{student_id(self.student_id) or script_id(self.student_id)}"
 
     @property
     def upload_prefix(self) -> str:

@@ -42,6 +42,11 @@ class Exercise:
     mean: float = 0.0
     full: float = 0.0  # share of graded submissions with full marks
     failures: list[tuple[str, list[str]]] = field(default_factory=list)  # (message, students), most common first
+    label: str = ""  # the lesson's name for it, "Exercise 3a"
+
+    @property
+    def title(self) -> str:
+        return f"{self.label} ({self.grade_id})" if self.label else self.grade_id
 
 
 @dataclass
@@ -94,8 +99,9 @@ def build(lesson: str, rows: Sequence[Row], points: dict[str, float], autograded
             if grade_id in messages:
                 grouped.setdefault(messages[grade_id], []).append(student)
         ranked = sorted(grouped.items(), key=lambda item: (-len(item[1]), item[0]))
-        exercises.append(Exercise(labels.get(grade_id, grade_id), top, sum(scores) / len(scores) if scores else 0.0,
-                                  sum(s >= top for s in scores) / len(scores) if scores else 0.0, ranked))
+        exercises.append(Exercise(grade_id, top, sum(scores) / len(scores) if scores else 0.0,
+                                  sum(s >= top for s in scores) / len(scores) if scores else 0.0, ranked,
+                                  labels.get(grade_id, "")))
     students, totals = {}, {}
     maximum = sum(points.values())
     for row in rows:
@@ -115,7 +121,7 @@ def terminal(overview: Overview, *, most: int = 3) -> str:
     """The overview as lines for the end-of-batch summary: per exercise, then per student that lost points."""
     lines = [f"  per exercise ({overview.graded} graded)"]
     for e in overview.exercises:
-        lines.append(f"    {e.grade_id} ({e.points:g} pts): mean {e.mean:.2f}, full marks {e.full:.0%}")
+        lines.append(f"    {e.title} ({e.points:g} pts): mean {e.mean:.2f}, full marks {e.full:.0%}")
         for message, students in e.failures[:most]:
             lines.append(f"      {len(students):3d} x {for_terminal(message)}  [{for_terminal(', '.join(students))}]")
         if len(e.failures) > most:
@@ -144,7 +150,7 @@ def write_html(path: Path, overview: Overview) -> Path:
         failures = "".join(f"<li><b>{len(students)}</b> <code>{esc(message)}</code>: {esc(', '.join(students))}</li>"
                            for message, students in e.failures) or "none"
         failures = f"<ul>{failures}</ul>" if e.failures else failures
-        parts.append(f"<tr><td>{esc(e.grade_id)} ({e.points:g} pts)</td><td>{e.mean:.2f}</td><td>{e.full:.0%}</td>"
+        parts.append(f"<tr><td>{esc(e.title)} ({e.points:g} pts)</td><td>{e.mean:.2f}</td><td>{e.full:.0%}</td>"
                      f"<td>{failures}</td></tr>")
     parts.append("</table><h2>Per student</h2><table><tr><th>student</th><th>points</th><th>what lost points</th>"
                  "</tr>")

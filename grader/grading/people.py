@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader.errors import BadDownload
-from grader.grading.ids import MAX_ID, name_key, script_id, student_id
+from grader.grading.ids import MAX_ID, name_key, script_id
 from grader.grading.lms import Match
 from grader.grading.roster import Roster, Student, name_keys
 
@@ -184,9 +184,9 @@ class People:
             person = Person(ident, found.name, lms_id=found.lms_id, keys=[found.key],
                             lms=LMS_OF_FORMAT.get(found.format, ""))
         else:
-            wanted = student_id(found.student_id) or script_id(found.student_id)
+            wanted = found.key.removeprefix("submit:")
             if wanted in self.persons:
-                return f"the id {wanted} is someone else's"
+                return f"the id {wanted} is already someone else's (another LMS's or the hub's)"
             person = Person(wanted, keys=[found.key])
         self.persons[person.id] = person
         return person

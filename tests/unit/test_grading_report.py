@@ -14,6 +14,7 @@ from grader.grading.collect import Skipped
 from grader.grading.jobs import Result
 from grader.grading.triage import Flag
 from grader.layout import STATE, Layout
+from tests.support import grade_rows
 
 POINTS = {"test_a": 3.0, "test_b": 2.0}
 OUTCOMES = [
@@ -26,15 +27,17 @@ OUTCOMES = [
 
 
 def test_grades_csv_has_a_row_per_student_with_points_total_status_and_flags(tmp_path):
-    path = report.write_csv(tmp_path / "grades" / "lesson.csv", OUTCOMES, POINTS)
+    rows = grade_rows("01-single-head", OUTCOMES, POINTS, roster="id,name\nada,Ada\nbob,Bob\ncy,Cy\nzoe,Zoe\nsam,Sam\n")
+    path = report.write_csv(tmp_path / "grades" / "lesson.csv", rows, POINTS)
     with path.open() as handle:
         rows = list(csv.reader(handle))
     assert rows == [
-        ["student", "test_a", "test_b", "total", "status", "flags"],
-        ["ada", "0", "2", "2", "graded", "timeout:a"],
-        ["bob", "", "", "", "failed", "empty file"],
-        ["cy", "3", "0", "3", "graded", "test-cell-missing:test_b"],
-        ["zoe", "3", "2", "5", "graded", ""],
+        ["student", "name", "test_a", "test_b", "total", "late", "penalty", "final", "status", "notes"],
+        ["ada", "Ada", "0", "2", "2", "", "", "2", "graded", "timeout:a"],
+        ["bob", "Bob", "", "", "", "", "", "", "failed", "empty file"],
+        ["cy", "Cy", "3", "0", "3", "", "", "3", "graded", "test-cell-missing:test_b"],
+        ["sam", "Sam", "", "", "", "", "", "", "no submission", ""],
+        ["zoe", "Zoe", "3", "2", "5", "", "", "5", "graded", ""],
     ]
 
 
@@ -118,8 +121,8 @@ def test_no_control_byte_from_a_submission_reaches_the_terminal_the_log_or_the_c
     for shown in (text, log.getvalue()):
         assert not any(ch in shown for ch in "\x1b\x07\u202e\ud800"), shown
         assert "\nhonest_b" not in shown
-    path = report.write_csv(tmp_path / "lesson.csv", [*results, Result("=cmd|' /C calc'!A0", "failed", reason="-1+1")],
-                            POINTS)
+    hostile = [*results, Result("=cmd|' /C calc'!A0", "failed", reason="-1+1")]
+    path = report.write_csv(tmp_path / "lesson.csv", grade_rows("01-single-head", hostile, POINTS), POINTS)
     with path.open(encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     assert [row[0] for row in rows[1:]] == ["'=cmd|' /C calc'!A0", "ada", "bob"]

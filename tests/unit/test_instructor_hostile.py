@@ -9,15 +9,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
+import pytest
 import tomllib
 
 from grader import notebook
 from grader.course import student_notebook
-from grader.grading import canvas_csv, overview, similarity
-from grader.grading.collect import SAFE_ID, collect
+from grader.errors import BadDownload
+from grader.grading import canvas_csv, lms, overview, similarity
+from grader.grading.collect import collect
+from grader.grading.ids import SAFE_ID
 from grader.grading.jobs import Result
-from grader.grading.lms import Roster
-from tests.support import FIXTURES, Variant, build
+from grader.grading.people import People
+from grader.grading.roster import Roster
+from tests.support import FIXTURES, Variant, build, grade_rows
 
 LESSON = "03-parallel-heads"
 RELEASE = student_notebook(LESSON)
@@ -28,30 +32,68 @@ UNSAFE = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
-def test_hostile_names_in_a_canvas_zip_write_nowhere_else_and_are_reported_inert(tmp_path):
+def collect_into(root: Path, archive: Path, roster: str = ""):
+    people = People(root / "people.json")
+    if roster:
+        people.apply_roster(Roster.parse(roster))
+    return collect(LESSON, root / "submitted", root / "attempts", archive, people=people, now=NOW)
+
+
+def test_hostile_names_in_a_canvas_zip_are_refused_inert_and_write_nothing(tmp_path):
     archive = tmp_path / "submissions.zip"
     with zipfile.ZipFile(archive, "w") as handle:
         for name in ATTACKS["zip_names"].values():
             handle.writestr(name, "{}")
         handle.writestr("lovelaceada_1000_2000_03-parallel-heads.ipynb", "{}")
     root = tmp_path / "course"
-    submitted = root / "submitted"
-    done = collect(LESSON, submitted, archive, now=NOW)
+    with pytest.raises(BadDownload) as refused:  # names no LMS writes: the download is not Canvas's as it came
+        collect_into(root, archive)
+    message = str(refused.value)
+    assert not UNSAFE.search(message.replace("\n", "")) and "absolute" not in message
+    assert not root.exists() and not Path("/tmp/outside_1002_2002_03-parallel-heads.ipynb").exists()
+
+
+def test_hostile_names_that_fit_canvas_give_ids_from_the_number_only_and_are_reported_inert(tmp_path):
+    fitting = {key: name for key, name in ATTACKS["zip_names"].items() if lms.match(name, lms.FORMATS["canvas"])}
+    assert set(fitting) >= {"terminal_escape", "bidi", "newline", "formula"}
+    archive = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for name in fitting.values():
+            handle.writestr(name, "{}")
+        handle.writestr("lovelaceada_1000_2000_03-parallel-heads.ipynb", "{}")
+    root = tmp_path / "course"
+    done = collect_into(root, archive)
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p != archive]
-    assert all(submitted in p.parents for p in written), written
-    assert not Path("/tmp/outside_1002_2002_03-parallel-heads.ipynb").exists()
+    assert all(root in p.parents for p in written), written
     assert all(SAFE_ID.fullmatch(student) for student in done.students), done.students
-    assert "lovelaceada_1000" in done.students
-    for skipped in done.skipped:
-        assert not UNSAFE.search(skipped.file) and not UNSAFE.search(skipped.reason), skipped
+    assert "canvas_1000" in done.students and len(done.students) == len(fitting) + 1
+    for note in [*done.skipped, *done.review]:
+        assert not UNSAFE.search(note.file) and not UNSAFE.search(note.reason), note
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS["identity"]))
+def test_no_file_name_a_student_chooses_takes_a_classmates_place(tmp_path, attack):
+    case = ATTACKS["identity"][attack]
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for name, (content, when) in case["files"].items():
+            handle.writestr(zipfile.ZipInfo(name, date_time=tuple(when)), content)
+    root = tmp_path / "course"
+    done = collect_into(root, archive, case.get("roster", ""))
+    for student, content in case["graded"].items():  # each keeps exactly their own notebook
+        assert (root / "submitted" / student / LESSON / f"{LESSON}.ipynb").read_text() == content, student
+        assert not done.submissions[student].lms_late or student in case.get("late", [])
+    assert sorted(done.students) == sorted(case["graded"])
+    for student in case.get("late", []):
+        assert done.submissions[student].lms_late
 
 
 def test_a_hostile_roster_reaches_the_canvas_csv_as_text_never_a_formula(tmp_path):
-    path = tmp_path / "roster.csv"
-    path.write_text(ATTACKS["roster"]["csv"], encoding="utf-8")
-    roster = Roster.read(path)
+    text = ATTACKS["roster"]["csv"]
+    roster = Roster.parse(text)
     results = [Result(s.id, "graded", scores=dict(POINTS)) for s in roster.students]
-    written = canvas_csv.write(tmp_path / "canvas.csv", LESSON, results, POINTS, roster=roster)
+    rows = grade_rows(LESSON, results, POINTS, roster=text)
+    written = canvas_csv.write(tmp_path / "canvas.csv", LESSON, rows, POINTS)
     for row in list(csv.reader(written.read_text(encoding="utf-8").splitlines()))[2:]:
         assert not any(cell.startswith(FORMULA) for cell in row), row
     names = {row[3]: row[0] for row in csv.reader(written.read_text(encoding="utf-8").splitlines())}
@@ -69,7 +111,7 @@ def test_hostile_failure_messages_are_inert_in_the_terminal_and_on_the_page(tmp_
         paths[name] = tmp_path / f"{name}.ipynb"
         nbformat.write(nb, paths[name])
         results.append(Result(name, "graded", scores={**POINTS, first: 0.0}))
-    view = overview.build(LESSON, results, POINTS, paths)
+    view = overview.build(LESSON, grade_rows(LESSON, results, POINTS), POINTS, paths)
     text = overview.terminal(view)
     assert not UNSAFE.search(text.replace("\n", "")), text
     assert not any(line.startswith("INJECTED") for line in text.splitlines())

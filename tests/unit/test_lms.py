@@ -1,151 +1,72 @@
-"""LMS downloads and the roster: Canvas's zip, Moodle's folders and flat files, a folder of `make submit` files."""
+"""grader.grading.lms: one format per download, decided from every file; identity only from what the LMS wrote."""
 
 from __future__ import annotations
-
-import zipfile
-from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
 from grader.errors import BadDownload
 from grader.grading import lms
-from grader.grading.collect import collect
 from grader.student.submission_names import submission_filename
 
 LESSON = "03-parallel-heads"
-NOW = datetime(2026, 12, 15, 12, 0, tzinfo=timezone.utc)
-WHEN = (2026, 12, 1, 9, 30, 0)  # the zip entries' time: the time the LMS wrote them
-
-ROSTER = """id,name,email,lms_id,section
-ada,Ada Lovelace,ada@uni.example,1001,A
-grace,Grace Hopper,grace@uni.example,1002,A
-li_lei,李雷,li@uni.example,1003,B
-alan,Alan Turing,alan@uni.example,,B
-alan2,Alan Turing,alan2@uni.example,,B
-"""
+CANVAS = ["lovelaceada_1001_50001_03-parallel-heads.ipynb", "hoppergrace_LATE_1002_50002_03-parallel-heads-1.ipynb",
+          "李雷_1003_50003_my work.ipynb", "lovelaceada_1001_50001_notes.pdf"]
+MOODLE_FOLDERS = ["Ada Lovelace_88001_assignsubmission_file_/03-parallel-heads.ipynb",
+                  "Grace Hopper_88002_assignsubmission_file_/sub/folder/notebook.ipynb",
+                  "Grace Hopper_88002_assignsubmission_onlinetext_onlinetext.html"]
+MOODLE_FLAT = ["Ada Lovelace_88001_assignsubmission_file_03-parallel-heads.ipynb"]
 
 
-def roster(tmp_path: Path, text: str = ROSTER) -> lms.Roster:
-    path = tmp_path / "roster.csv"
-    path.write_text(text, encoding="utf-8")
-    return lms.Roster.read(path)
+def test_each_format_reads_who_and_when_from_the_lms_part_only():
+    fmt, found = lms.decide(CANVAS)
+    grace = found[CANVAS[1]]
+    assert fmt == "canvas" and (grace.name, grace.lms_id, grace.late, grace.file_id) == (
+        "hoppergrace", "1002", True, "03-parallel-heads-1.ipynb")
+    assert grace.key == "lms:1002" and grace.upload_prefix == "hoppergrace_LATE_1002_50002_"
+    fmt, found = lms.decide(MOODLE_FOLDERS)
+    assert fmt == "moodle" and {m.key for m in found.values()} == {"lms:88001", "lms:88002"}
+    assert lms.decide(MOODLE_FLAT)[0] == "moodle"
+    fmt, found = lms.decide([submission_filename(LESSON, "Ada", "20261129-140500")])
+    assert fmt == "make-submit" and found[submission_filename(LESSON, "Ada", "20261129-140500")].key == "submit:ada"
 
 
-def zipped(path: Path, entries: dict[str, str]) -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, text in entries.items():
-            archive.writestr(zipfile.ZipInfo(name, date_time=WHEN), text)
-    return path
+def test_a_file_whose_own_name_mimics_moodle_is_still_its_canvas_senders():
+    # The attack: Canvas's entry for student 1004 reads, as a whole, like Moodle's name for participant 1002.
+    attack = "turingalan_1004_70004_x_1002_assignsubmission_file_03-parallel-heads.ipynb"
+    assert lms.match(attack, lms.FORMATS["moodle"], "moodle").lms_id == "1002"  # what trying Moodle first read
+    fmt, found = lms.decide([*CANVAS[:2], attack])
+    assert fmt == "canvas" and found[attack].lms_id == "1004"
 
 
-CANVAS = {  # Canvas "Download Submissions": <name>_[LATE_]<user id>_<submission id>_<original name>
-    "lovelaceada_1001_50001_03-parallel-heads.ipynb": "ada's",
-    "hoppergrace_LATE_1002_50002_03-parallel-heads-1.ipynb": "grace's, late, resubmitted",
-    "李雷_1003_50003_my work.ipynb": "li's",
-    "nobodyelse_1999_50009_03-parallel-heads.ipynb": "not on the roster",
-    "lovelaceada_1001_50001_02-scaling.ipynb": "the wrong lesson",
-}
-# Moodle "Download submissions in folders": <Full Name>_<participant id>_assignsubmission_file_/<file>
-MOODLE_FOLDERS = {
-    "Ada Lovelace_88001_assignsubmission_file_/03-parallel-heads.ipynb": "ada's",
-    "Grace Hopper_88002_assignsubmission_file_/notebook.ipynb": "grace's",
-    "Alan Turing_88003_assignsubmission_file_/03-parallel-heads.ipynb": "one of two Alans",
-}
-MOODLE_FLAT = {"Ada Lovelace_88001_assignsubmission_file_03-parallel-heads.ipynb": "ada's"}
+def test_a_late_mark_survives_a_student_file_name_that_fits_another_format():
+    late = "hoppergrace_LATE_1002_70002_x_1009_assignsubmission_file_03-parallel-heads.ipynb"
+    fmt, found = lms.decide([CANVAS[0], late])
+    assert fmt == "canvas" and found[late].late and found[late].lms_id == "1002"
 
 
-def test_each_format_is_recognised_with_its_groups():
-    canvas = lms.match("hoppergrace_LATE_1002_50002_03-parallel-heads-1.ipynb")
-    assert (canvas.format, canvas.name, canvas.lms_id, canvas.late, canvas.file_id) == (
-        "canvas", "hoppergrace", "1002", True, "03-parallel-heads-1.ipynb")
-    assert not lms.match("lovelaceada_1001_50001_03-parallel-heads.ipynb").late
-    moodle = lms.match("Ada Lovelace_88001_assignsubmission_file_/03-parallel-heads.ipynb")
-    assert (moodle.format, moodle.name, moodle.lms_id) == ("moodle", "Ada Lovelace", "88001")
-    assert lms.match("Ada Lovelace_88001_assignsubmission_file_03-parallel-heads.ipynb").format == "moodle"
-    plain = lms.match(submission_filename(LESSON, "ada", "20261129-140500"))
-    assert (plain.format, plain.student_id) == ("make-submit", "ada")
-    assert lms.match("homework.ipynb") is None and lms.match("lovelaceada_1001_50001_notes.txt") is None
+def test_a_folder_inside_a_moodle_submission_is_that_students_whatever_its_name_says():
+    inner = f"Mallory_88009_assignsubmission_file_/deep/{submission_filename(LESSON, 'ada', '20261201-000000')}"
+    fmt, found = lms.decide([*MOODLE_FOLDERS[:2], inner])
+    assert fmt == "moodle" and found[inner].key == "lms:88009" and found[inner].timestamp is None
 
 
-def test_a_canvas_zip_with_a_roster_collects_by_roster_id_and_lists_the_rest(tmp_path):
-    submitted = tmp_path / "submitted"
-    done = collect(LESSON, submitted, zipped(tmp_path / "submissions.zip", CANVAS), now=NOW, roster=roster(tmp_path))
-    assert done.students == ["ada", "grace", "li_lei"]
-    assert (submitted / "grace" / LESSON / f"{LESSON}.ipynb").read_text() == "grace's, late, resubmitted"
-    assert (submitted / "ada" / LESSON / "timestamp.txt").read_text() == "2026-12-01 09:30:00 UTC"
-    reasons = {s.file: s.reason for s in done.skipped}
-    assert "not on the roster" in reasons["nobodyelse_1999_50009_03-parallel-heads.ipynb"]
-    assert "a submission for 02-scaling" in reasons["lovelaceada_1001_50001_02-scaling.ipynb"]
+def test_uploaded_make_submit_files_in_a_moodle_download_are_moodles():
+    inside = [f"Ada Lovelace_88001_assignsubmission_file_/{submission_filename(LESSON, 'eve', '20261201-000000')}"]
+    assert lms.decide(inside)[0] == "moodle"
 
 
-def test_a_canvas_zip_without_a_roster_gives_readable_unique_ids(tmp_path):
-    done = collect(LESSON, tmp_path / "submitted", zipped(tmp_path / "s.zip", CANVAS), now=NOW)
-    assert done.students == ["hoppergrace_1002", "li_lei_1003", "lovelaceada_1001", "nobodyelse_1999"]
+def test_a_mixed_download_is_refused_with_every_misfit_and_an_ambiguous_one_needs_a_format():
+    with pytest.raises(BadDownload, match=r"(?s)2 of 3 files are named as canvas.*homework\.ipynb.*Nothing was"):
+        lms.decide([*CANVAS[:2], "homework.ipynb"])
+    both = ["ada_1001_50001_x_1002_assignsubmission_file_y.ipynb"]
+    with pytest.raises(BadDownload, match="more than one format"):
+        lms.decide(both)
+    assert lms.decide(both, forced="moodle")[1][both[0]].lms_id == "1002"
+    with pytest.raises(BadDownload, match="unknown download format"):
+        lms.decide(both, forced="blackboard")
 
 
-def test_moodle_folders_match_the_roster_by_name_and_refuse_an_ambiguous_one(tmp_path):
-    table = roster(tmp_path)
-    done = collect(LESSON, tmp_path / "submitted", zipped(tmp_path / "m.zip", MOODLE_FOLDERS), now=NOW, roster=table)
-    assert done.students == ["ada", "grace"]
-    [alan] = [s for s in done.skipped if s.file.startswith("Alan")]
-    assert "matches 2 roster rows (alan, alan2): none chosen" in alan.reason
-    flat = collect(LESSON, tmp_path / "flat", zipped(tmp_path / "f.zip", MOODLE_FLAT), now=NOW, roster=table)
-    assert flat.students == ["ada"]
-
-
-def test_moodle_without_a_roster_uses_the_name_and_participant_id(tmp_path):
-    done = collect(LESSON, tmp_path / "submitted", zipped(tmp_path / "m.zip", MOODLE_FOLDERS), now=NOW)
-    assert done.students == ["ada_lovelace_88001", "alan_turing_88003", "grace_hopper_88002"]
-
-
-def test_a_plain_folder_of_make_submit_files_works_with_and_without_a_roster(tmp_path):
-    folder = tmp_path / "lms"
-    folder.mkdir()
-    for student in ("ada_lovelace", "grace", "李雷", "аda"):  # the last with a Cyrillic а
-        (folder / submission_filename(LESSON, student, "20261129-140500")).write_text(student)
-    plain = collect(LESSON, tmp_path / "plain", folder, now=NOW)
-    cyrillic, chinese = lms.script_id("аda"), lms.script_id("李雷")
-    assert chinese.startswith("li_lei_") and cyrillic.startswith("ada_") and cyrillic != "ada"
-    assert plain.students == sorted(["ada_lovelace", "grace", chinese, cyrillic])
-    with_roster = collect(LESSON, tmp_path / "rostered", folder, now=NOW, roster=roster(tmp_path))
-    assert with_roster.students == ["ada", "grace", "li_lei"]  # the look-alike matches no one: not collected
-    assert any("not on the roster" in s.reason for s in with_roster.skipped)
-
-
-@pytest.mark.parametrize(("text", "message"), [
-    ("name,email\nAda,a@x\n", "needs the columns id and name"),
-    ("id,name\nada lovelace,Ada\n", "line 2: the id 'ada lovelace' is not"),
-    ("id,name\nada,Ada\nADA,Ada L\n", "line 3: the id 'ada' is there twice"),
-    ("id,name\n\x1b]0;owned\x07,Eve\n", r"\x1b]0;owned\x07"),  # shown escaped, never sent to the terminal
-])
-def test_a_roster_that_cannot_be_used_is_refused_with_the_line(tmp_path, text, message):
+def test_misfits_are_shown_inert():
     with pytest.raises(BadDownload) as refused:
-        roster(tmp_path, text)
-    assert message in str(refused.value) and "\x1b" not in str(refused.value)
-
-
-def test_roster_names_with_control_characters_are_matched_and_shown_inert(tmp_path):
-    table = roster(tmp_path, "id,name\neve,Eve\u202e Evil\n")
-    found = lms.match("Mallory\x1b[2J_88009_assignsubmission_file_/x.ipynb")
-    reason = table.find(found)
-    assert isinstance(reason, str) and "\x1b" not in reason and "\\x1b" in reason
-
-
-def test_readable_ids_from_names_in_any_script():
-    assert lms.readable_id("李雷") == "li_lei"
-    assert lms.readable_id("Zoë O'Brien") == "zoe_o_brien"
-    assert lms.readable_id("Пётр") == "petr"
-    assert lms.readable_id("!!!") == ""
-
-
-def test_roster_names_and_emails_reach_the_gradebook(tmp_path, gradebook_url):
-    from nbgrader.api import Gradebook
-
-    url = gradebook_url
-    with Gradebook(url) as book:
-        book.update_or_create_student("ada")
-    lms.record_names(url, "", roster(tmp_path), ["ada", "not_on_roster"])
-    with Gradebook(url) as book:
-        ada = book.find_student("ada")
-        assert (ada.first_name, ada.last_name, ada.email) == ("Ada", "Lovelace", "ada@uni.example")
+        lms.decide([CANVAS[0], "evil\x1b]0;owned\x07.ipynb"])
+    assert "\x1b" not in str(refused.value) and "\\x1b" in str(refused.value)

@@ -1,35 +1,56 @@
-"""grader.grading.roster: a batch's students are added once, even while another process adds them too."""
+"""grader.grading.roster: the roster as each LMS exports it, and the course's own."""
 
 from __future__ import annotations
 
-from nbgrader.api import Gradebook, MissingEntry
+import pytest
 
-from grader.grading.enrolment import enrol
+from grader.errors import BadDownload
+from grader.grading.roster import Roster, Student
 
-
-def test_a_student_added_by_another_process_meanwhile_is_not_an_error(gradebook_url, monkeypatch):
-    url = gradebook_url
-    look = Gradebook.find_student
-
-    def another_process_adds_it_first(self, student_id):
-        if student_id == "ada" and not raced:
-            raced.append(student_id)
-            with Gradebook(url) as other:  # between nbgrader's look and its insert
-                other.add_student("ada")
-            raise MissingEntry
-        return look(self, student_id)
-
-    raced: list[str] = []
-    monkeypatch.setattr(Gradebook, "find_student", another_process_adds_it_first)
-    enrol(url, "", ["ada", "grace"])
-    assert raced == ["ada"]
-    with Gradebook(url) as gradebook:
-        assert sorted(s.id for s in gradebook.students) == ["ada", "grace"]
+CANVAS_EXPORT = ('Student,ID,SIS User ID,SIS Login ID,Section,Lesson 3 (5503),Current Score\n'
+                 '    Points Possible,,,,,15,\n'
+                 '"Lovelace, Ada",1001,S1,ada@uni.example,A,,\n'
+                 '"Student, Test",1999,,,A,,\n')
+MOODLE_WORKSHEET = ('Identifier,"Full name","Email address",Status,Grade,"Maximum Grade"\n'
+                    '"Participant 88001","Ada Lovelace",ada@uni.example,Submitted,,15.00\n')
+MOODLE_EXPORT = '"First name","Last name","ID number",Username,"Email address"\nAda,Lovelace,S1,alovelace,ada@x\n'
 
 
-def test_enrolling_again_keeps_one_row_per_student(gradebook_url):
-    url = gradebook_url
-    enrol(url, "", ["ada"])
-    enrol(url, "", ["ada", "grace"])
-    with Gradebook(url) as gradebook:
-        assert sorted(s.id for s in gradebook.students) == ["ada", "grace"]
+@pytest.mark.parametrize(("text", "kind", "student"), [
+    ("id,name,email,lms_id,section\nADA,Ada Lovelace,ada@x,1001,A\n", "course",
+     Student("ada", "Ada Lovelace", "ada@x", "1001", "A")),
+    (CANVAS_EXPORT, "canvas", Student("", "Lovelace, Ada", "", "1001", "A", "S1", "ada@uni.example")),
+    (MOODLE_WORKSHEET, "moodle-worksheet", Student("", "Ada Lovelace", "ada@uni.example", "88001")),
+    (MOODLE_EXPORT, "moodle-export", Student("", "Ada Lovelace", "ada@x", sis_user_id="S1", sis_login_id="alovelace")),
+])
+def test_each_lms_export_is_read_as_it_comes(text, kind, student):
+    roster = Roster.parse(text)
+    assert roster.kind == kind and roster.students[0] == student
+
+
+def test_canvas_points_possible_row_is_skipped_and_names_match_either_word_order():
+    roster = Roster.parse(CANVAS_EXPORT)
+    assert [s.lms_id for s in roster.students] == ["1001", "1999"]
+    assert roster.find(name="lovelaceada").lms_id == "1001"  # as Canvas's download writes the name
+    assert roster.find(name="Ada Lovelace").lms_id == "1001"
+    assert roster.find(lms_id="1999").name == "Student, Test"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("name,email\nAda,a@x\n", "needs the columns id and name"),
+    ("id,name\nada lovelace,Ada\n", "line 2: the id 'ada lovelace' is not"),
+    ("id,name\nada,Ada\nADA,Ada L\n", "line 3: the id 'ada' is there twice"),
+    ("Student,ID,SIS Login ID\nA,1,a\nB,1,b\n", "line 3: the LMS id 1 is there twice"),
+    ("id,name\n\x1b]0;owned\x07,Eve\n", r"\x1b]0;owned\x07"),  # shown escaped, never sent to the terminal
+])
+def test_a_roster_that_cannot_be_used_is_refused_with_the_line(text, message):
+    with pytest.raises(BadDownload) as refused:
+        Roster.parse(text)
+    assert message in str(refused.value) and "\x1b" not in str(refused.value)
+
+
+def test_an_ambiguous_name_chooses_no_one_and_control_characters_are_shown_inert():
+    roster = Roster.parse("id,name\nalan,Alan Turing\nalan2,Alan Turing\neve,Eve\u202e Evil\n")
+    assert roster.find(name="Alan Turing") == "'Alan Turing' matches 2 roster rows (alan, alan2): none chosen"
+    reason = roster.find(name="Mallory\x1b[2J")
+    assert isinstance(reason, str) and "\x1b" not in reason and "\\x1b" in reason

@@ -1,0 +1,39 @@
+"""grader.grading.ids: the rules for ids, names and times."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from grader.grading import ids
+
+
+def test_ids_are_normalised_so_that_case_and_compatibility_forms_are_one_student():
+    assert ids.student_id("Ada_LOVELACE") == ids.student_id("ａｄａ_lovelace") == "ada_lovelace"  # NFKC
+    assert ids.student_id("аda") is None and ids.student_id("ada-l") is None and ids.student_id("") is None
+    assert ids.student_id("a" * 65) is None
+
+
+def test_readable_ids_from_names_in_any_script():
+    assert ids.readable_id("李雷") == "li_lei"
+    assert ids.readable_id("Zoë O'Brien") == "zoe_o_brien"
+    assert ids.readable_id("Пётр") == "petr"
+    assert ids.readable_id("!!!") == ""
+    assert ids.script_id("аda") != ids.script_id("ada")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2026-12-01 23:59:00 UTC", datetime(2026, 12, 1, 23, 59, tzinfo=timezone.utc)),
+    ("2026-12-01 23:59:00", datetime(2026, 12, 1, 23, 59, tzinfo=timezone.utc)),
+    ("2026-12-01 23:59:00 +02:00", datetime(2026, 12, 1, 21, 59, tzinfo=timezone.utc)),  # nbgrader reads 23:59 UTC
+    ("2026-12-01T23:59:00-0500", datetime(2026, 12, 2, 4, 59, tzinfo=timezone.utc)),
+    ("2026-12-01 10:00:00.123456 UTC", datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)),
+])
+def test_times_are_read_in_utc_with_their_zone(text, expected):
+    assert ids.parse_time(text) == expected
+
+
+def test_a_time_not_far_in_the_future_is_accepted():
+    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    assert not ids.in_future(now + ids.CLOCK_SKEW, now) and ids.in_future(now + 2 * ids.CLOCK_SKEW, now)

@@ -1,0 +1,51 @@
+"""grader.grading.overrides: the instructor's manual scores, kept as facts of the term."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime, timezone
+
+import pytest
+
+from grader.course import REPO
+from grader.errors import UsageError
+from grader.grading import overrides
+
+LESSON = "01-single-head"
+NOW = datetime(2026, 12, 4, 12, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def course_dir(tmp_path):
+    root = tmp_path / "c"
+    (root / "lessons").mkdir(parents=True)
+    shutil.copytree(REPO / "lessons" / LESSON, root / "lessons" / LESSON)
+    base = REPO / "nbgrader_config.py"
+    (root / "nbgrader_config.py").write_text(f"c = get_config()  # noqa\nload_subconfig({str(base)!r})  # noqa\n"
+                                             f"c.CourseDirectory.root = {str(root)!r}\n")
+    return root
+
+
+def test_an_override_is_recorded_listed_and_taken_back(course_dir):
+    said = overrides.main(lesson=LESSON, student="Ada", exercise="test_softmax", points=2, reason="partial credit",
+                          course=course_dir, now=NOW)
+    assert "ada's test_softmax in 01-single-head is now 2 of 3" in said
+    stored = overrides.load(course_dir / "grader" / "state" / "overrides.json")
+    assert stored == {LESSON: {"ada": {"test_softmax": overrides.Override(2.0, "partial credit",
+                                                                          "2026-12-04 12:00:00 UTC")}}}
+    assert "ada\ttest_softmax\t2\t" in overrides.main(lesson=LESSON, course=course_dir)
+    overrides.main(lesson=LESSON, student="ada", exercise="test_softmax", remove=True, course=course_dir)
+    assert overrides.main(lesson=LESSON, course=course_dir) == f"no overrides for {LESSON}"
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"student": "ada", "exercise": "test_nothing", "points": 1, "reason": "x"}, "has no exercise 'test_nothing'"),
+    ({"student": "ada", "exercise": "test_softmax", "points": 4, "reason": "x"}, "between 0 and 3"),
+    ({"student": "ada", "exercise": "total", "points": 8, "reason": "x"}, "between 0 and 7"),
+    ({"student": "ada", "exercise": "test_softmax", "points": 1}, "--reason"),
+    ({"student": "a d a", "exercise": "test_softmax", "points": 1, "reason": "x"}, "is not a student id"),
+    ({"student": "ada", "exercise": "test_softmax", "remove": True}, "has no override"),
+])
+def test_an_override_that_makes_no_sense_is_refused(course_dir, options, message):
+    with pytest.raises(UsageError, match=message):
+        overrides.main(lesson=LESSON, course=course_dir, **options)
