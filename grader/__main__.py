@@ -17,6 +17,8 @@ COMMANDS = {
     **cli.COMMANDS,
     "autograde": "grader.grading.autograde",
     "dist": "grader.authoring.dist",
+    "hub-release": "grader.hub.release",
+    "hub-collect": "grader.hub.collect",
 }
 
 
