@@ -119,7 +119,7 @@ def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = N
             os.close(folder_fd)
         received = datetime.fromtimestamp(info.st_ctime, timezone.utc)
         try:
-            stated = parse_utc(claimed)
+            stated = parse_utc(claimed).replace(tzinfo=timezone.utc)  # nbgrader gives naive UTC
         except (ValueError, OverflowError):
             stated = None
         if stated is None or abs(stated - received) > CLOCK_SKEW:
