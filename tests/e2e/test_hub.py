@@ -86,6 +86,8 @@ class Users:
         subprocess.run(["useradd", "--create-home", "--home-dir", str(self.homes / name), "--shell", "/bin/bash",
                         "--user-group", name], check=True, capture_output=True, text=True)
         self.made.append(name)
+        # Private homes, as a hub must have them (useradd's default mode lets every user read them).
+        (self.homes / name).chmod(0o700)
         password = secrets.token_urlsafe(12)
         subprocess.run(["chpasswd"], input=f"{name}:{password}\n", check=True, capture_output=True, text=True)
         self.passwords[name] = password
@@ -374,12 +376,13 @@ def test_release_fetch_submit_collect_grade_and_feedback_on_a_real_hub(hub, brow
                  f"{user}'s feedback")
         pages = sorted(home.glob(f"{LESSON}/feedback/*/{LESSON}.html"))
         assert pages, f"{user}: no feedback fetched into {home / LESSON / 'feedback'}"
-        with context.expect_page() as opened:
-            page.locator("#submitted_assignments_list a, #submitted_assignments_list button",
-                         has_text=re.compile("view feedback", re.I)).last.click()
-        shown = opened.value
-        shown.wait_for_load_state()
-        shown.screenshot(path=str(ARTIFACTS / f"hub-feedback-{'ada' if user == ada else 'grace'}.png"))
+        # "(view feedback)" shows the feedback folder in the file browser; the student opens the page
+        # from there in a browser tab (JupyterLab's "Open in New Browser Tab": the server's /files/).
+        page.locator("#submitted_assignments_list a", has_text=re.compile("view feedback", re.I)).last.click()
+        wait_for(page, "name => [...document.querySelectorAll('.jp-DirListing-item')].some("
+                       "e => e.innerText.includes(name))", f"{user}'s feedback in the file browser", f"{LESSON}.html")
+        shown = context.new_page()
+        shown.goto(f"{hub['url']}/user/{user}/files/{pages[-1].relative_to(home).as_posix()}")
         heading = shown.locator(".summary h1").inner_text()
         found = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", heading)
         assert found and float(found.group(1)) == score, f"{user} sees {heading!r}, graded {score}"
