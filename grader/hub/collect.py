@@ -33,6 +33,7 @@ import pwd
 import shutil
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -78,8 +79,15 @@ def _read(folder_fd: int, name: str, uid: int, limit: int) -> tuple[bytes, os.st
         os.close(fd)
 
 
-def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = None) -> HubCollected:
-    """Copy what can be vouched for of each of `lesson`'s submissions in `inbound` to `staging` (see the module)."""
+def system_uid(user: str) -> int:
+    """The uid of the system user `user` (KeyError when there is none)."""
+    return pwd.getpwnam(user).pw_uid
+
+
+def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = None,
+          uid_of: Callable[[str], int] = system_uid) -> HubCollected:
+    """Copy what can be vouched for of each of `lesson`'s submissions in `inbound` to `staging` (see the
+    module); `uid_of(user)` is the uid that must own a submission in the name of `user`."""
     result = HubCollected()
     now = now or datetime.now(timezone.utc)
     try:
@@ -97,7 +105,7 @@ def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = N
                                          "letters, digits and underscores)"))
             continue
         try:
-            uid = pwd.getpwnam(user).pw_uid
+            uid = uid_of(user)
         except KeyError:
             result.refused.append((name, f"no system user {user!r}"))
             continue
