@@ -367,6 +367,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_on_a_real_hub(hub, brow
     assert [c.source for c in collected.cells] == [c.source for c in answered.cells], "not Ada's latest attempt"
     instructor_runs(hub, sys.executable, "-m", "grader", "autograde", LESSON, "--course", str(course.root))
     rows = grades(course)
+    shutil.copyfile(course.layout.grades_csv(LESSON), ARTIFACTS / "hub-grades.csv")
     assert float(rows[ada]["total"]) == full, rows[ada]
     assert float(rows[grace]["total"]) == grace_expected, rows[grace]
     instructor_runs(hub, sys.executable, "-m", "nbgrader", "release_feedback", LESSON, f"--course={COURSE_ID}",
@@ -396,8 +397,8 @@ def test_release_fetch_submit_collect_grade_and_feedback_on_a_real_hub(hub, brow
         other = grace if user == ada else ada
         assert other not in pages[-1].read_text(), f"{user}'s feedback names {other}"
         # Not the other's server, files or feedback: from their browser session and as their user.
-        assert shown.request.get(f"{hub['url']}/user/{other}/api/contents").status in (403, 404) or \
-            "login" in shown.request.get(f"{hub['url']}/user/{other}/api/contents").url
+        answer = shown.request.get(f"{hub['url']}/user/{other}/api/contents/{LESSON}", max_redirects=0)
+        assert answer.status in (302, 403, 404) and '"content"' not in answer.text(), (answer.status, answer.text())
         peek = user_runs(hub, user, (
             "import os, glob\n"
             f"print(os.listdir({str(Path(pwd.getpwnam(other).pw_dir))!r}) if os.access("
