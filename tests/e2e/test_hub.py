@@ -39,6 +39,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
@@ -134,6 +135,11 @@ def hub():
         instructor_home = Path(pwd.getpwnam(instructor).pw_dir)
         course = make_course(instructor_home / "attention", lessons=[LESSON], course_id=COURSE_ID)
         # The instructor owns the course repository and the shared folder that hub-release writes.
+        # A deadline 25 hours before the test: every hub submission is late by 1 d 1 h and a few minutes,
+        # two started days, 20 % of its score, if the late policy reads the time the exchange received it.
+        deadline = datetime.now(timezone.utc) - timedelta(hours=25)
+        with (course.root / "nbgrader_config.py").open("a") as config:
+            config.write(f"c.LatePolicy.deadlines = {{{LESSON!r}: {deadline:'%Y-%m-%d %H:%M:%S UTC'}}}\n")
         subprocess.run(["chown", "-R", f"{instructor}:{instructor}", str(course.root), str(shared)], check=True)
         view = visible_to_all([str(REPO), *{os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}])
         settings = {"ATTENTION_EXCHANGE": str(exchange), "ATTENTION_COURSE_ID": COURSE_ID,
@@ -370,11 +376,21 @@ def test_release_fetch_submit_collect_grade_and_feedback_on_a_real_hub(hub, brow
     shutil.copyfile(course.layout.grades_csv(LESSON), ARTIFACTS / "hub-grades.csv")
     assert float(rows[ada]["total"]) == full, rows[ada]
     assert float(rows[grace]["total"]) == grace_expected, rows[grace]
+    # Grading day's outputs, from hub submissions: the late policy counts from the exchange's time.
+    assert rows[ada]["late"] == f"late 1 d 1 h (-{full * 0.2:g} points)", rows[ada]
+    assert rows[grace]["late"] == f"late 1 d 1 h (-{grace_expected * 0.2:g} points)", rows[grace]
+    grades_folder = course.layout.grades_csv(LESSON).parent
+    with (grades_folder / f"{LESSON}-canvas.csv").open(encoding="utf-8") as handle:
+        canvas = {row["SIS Login ID"]: row for row in csv.DictReader(handle)}
+    assert float(canvas[ada][LESSON]) == pytest.approx(full * 0.8), canvas[ada]
+    assert float(canvas[grace][LESSON]) == pytest.approx(grace_expected * 0.8), canvas[grace]
+    for report in ("overview", "similarity"):
+        assert (grades_folder / f"{LESSON}-{report}.html").is_file(), f"no {report} report of the hub batch"
     instructor_runs(hub, sys.executable, "-m", "nbgrader", "release_feedback", LESSON, f"--course={COURSE_ID}",
                     f"--Exchange.root={hub['exchange']}")
 
     # Each student fetches their feedback and opens it: their score, and nothing of the other's.
-    for user, score in ((ada, full), (grace, grace_expected)):
+    for user, score in ((ada, full * 0.8), (grace, grace_expected * 0.8)):  # the page's score is after the penalty
         context, page, fetched = students[user]
         refresh(page)
         row_button(page, "submitted", "Fetch Feedback").click()
@@ -393,7 +409,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_on_a_real_hub(hub, brow
         shown.goto(f"{hub['url']}/user/{user}/files/{pages[-1].relative_to(home).as_posix()}")
         heading = shown.locator(".summary h1").inner_text()
         found = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", heading)
-        assert found and float(found.group(1)) == score, f"{user} sees {heading!r}, graded {score}"
+        assert found and float(found.group(1)) == pytest.approx(score), f"{user} sees {heading!r}, graded {score}"
         other = grace if user == ada else ada
         assert other not in pages[-1].read_text(), f"{user}'s feedback names {other}"
         # Not the other's server, files or feedback: from their browser session and as their user.
@@ -422,4 +438,4 @@ def test_release_fetch_submit_collect_grade_and_feedback_on_a_real_hub(hub, brow
     for user in (ada, grace):
         hub_row, lms_row = rows[user], via_lms[user]
         assert {g: hub_row[g] for g in points} == {g: lms_row[g] for g in points}, (hub_row, lms_row)
-        assert hub_row["total"] == lms_row["total"]
+        assert hub_row["total"] == lms_row["total"]  # before the late penalty, which only the hub's deadline sets
