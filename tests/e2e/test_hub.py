@@ -13,7 +13,8 @@ system user: `python -m grader hub-release`, `hub-collect`, `autograde` (the cou
 fetch; Ada submits the release untouched, then copies the reference answers in, validates and
 submits again; Grace answers with a common mistake (tests/fixtures/<lesson>/submissions.toml) and
 submits; after grading both fetch their feedback and open it. The test asserts the exact scores
-(Ada's latest attempt is collected, full marks; Grace loses exactly the fixture's test cells), that
+(Ada's latest attempt is collected, full marks; Grace loses exactly the fixture's test cells), the
+late policy counting from the time the exchange received each submission (a deadline 25 hours back), that
 each student's feedback shows their own score and that neither can reach the other's files, server or
 feedback; and that the same notebooks graded as `make submit` files from an LMS download get the
 same scores. A forged submission (in Ada's name, made by Grace, a link to the gradebook inside) is
