@@ -101,7 +101,12 @@ def per_role(spawner) -> None:
                                "PYTHONPATH": os.pathsep.join(filter(None, [COURSE, SHARED])),
                                "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"}
     elif "students" in groups:
-        spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": str(Path(SHARED) / "jupyter")}
+        student_config = Path(SHARED) / "jupyter"
+        if not (student_config / "labconfig" / "page_config.json").is_file():
+            # Without it a student's server would show nbgrader's instructor tools and no exchange.
+            raise RuntimeError(f"the course's shared folder {SHARED} is not published yet: the instructor runs "
+                               "`make hub-release` in the course repository first")
+        spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": str(student_config)}
     else:
         raise PermissionError(f"{spawner.user.name} is neither an instructor nor a student of this course")
 
