@@ -44,6 +44,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
+import psutil
 import pytest
 
 from grader.course import REPO
@@ -96,8 +97,39 @@ class Users:
         return name
 
     def remove(self) -> None:
+        """Stop whatever still runs as these users (this test started it all), then remove them."""
+        leftover = [p for p in psutil.process_iter(["username"]) if p.info["username"] in self.made]
+        for process in leftover:
+            process.kill()
+        psutil.wait_procs(leftover, timeout=10)
         for name in self.made:
-            subprocess.run(["userdel", name], capture_output=True)
+            done = subprocess.run(["userdel", name], capture_output=True, text=True)
+            assert done.returncode == 0, f"userdel {name}: {done.stderr}"
+
+
+def stop_hub(process: subprocess.Popen) -> None:
+    """Stop the hub: SIGTERM to JupyterHub itself (inside bwrap's view, if any), which stops every server
+    it started and its proxy; then whatever of its process tree is left, by process id."""
+    def command(p: psutil.Process) -> str:
+        try:
+            return " ".join(p.cmdline()[:3])
+        except psutil.Error:
+            return ""
+
+    root = psutil.Process(process.pid)
+    tree = [root, *root.children(recursive=True)]
+    hubs = [p for p in tree if "-m jupyterhub" in command(p)] or [root]
+    for hub in hubs:
+        hub.terminate()
+    started = time.monotonic()
+    _, alive = psutil.wait_procs(hubs, timeout=60)
+    for leftover in [*alive, *tree]:
+        try:
+            leftover.kill()
+        except psutil.Error:
+            pass
+    process.wait(timeout=30)
+    assert not alive, f"JupyterHub did not stop within {time.monotonic() - started:.0f} s of SIGTERM"
 
 
 def as_user(user: str, view: list[str]) -> list[str]:
@@ -168,13 +200,9 @@ def hub():
                    "instructor": instructor, "ada": ada, "grace": grace, "passwords": users.passwords,
                    "view": view, "settings": settings, "log": log_path}
         finally:
-            process.terminate()  # the hub stops every server it started (cleanup_servers), then the proxy
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            shutil.copyfile(log_path, ARTIFACTS / "hub.log") if ARTIFACTS.is_dir() else None
+            stop_hub(process)
+            if ARTIFACTS.is_dir():
+                shutil.copyfile(log_path, ARTIFACTS / "hub.log")
     finally:
         users.remove()
         shutil.rmtree(base, ignore_errors=True)
