@@ -35,7 +35,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env upgrade torch browser scale lab check submit test test-all test-fast lint release reference autograde override dist clean
+.PHONY: help env upgrade torch browser scale hub hub-release hub-collect lab check submit test test-all test-fast lint release reference autograde override dist clean
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -68,6 +68,16 @@ scale: $(STAMP)  ## install the optional grading-at-scale extra (Dask, psycopg; 
 	$(PY) -m pip install --quiet --no-deps -r requirements-scale.txt
 	$(PY) -m pip check
 
+# The hub extra (docs/jupyterhub.md): jupyterhub from its lock, and JupyterHub's proxy from npm, at the
+# versions of grader/hub/proxy/package-lock.json, into .venv/hub (nothing installed globally).
+hub: $(STAMP)  ## install the optional JupyterHub extra (jupyterhub; configurable-http-proxy from npm into .venv/hub)
+	$(PY) -m pip install --quiet --no-deps -r requirements-hub.txt
+	$(PY) -m pip check
+	@command -v npm >/dev/null || { echo "make hub needs Node.js and npm (e.g. apt-get install nodejs npm)" >&2; exit 1; }
+	mkdir -p $(VENV)/hub
+	cp grader/hub/proxy/package.json grader/hub/proxy/package-lock.json $(VENV)/hub/
+	npm ci --prefix $(VENV)/hub --no-audit --no-fund --loglevel=error
+
 include grader/student/commands.mk
 
 test: $(STAMP)  ## the everyday suite: lint, unit, every lesson and every grading stage once (4 to 6 min on 2 cores)
@@ -85,6 +95,7 @@ test-fast: $(STAMP)  ## lint and the unit tests only (no kernel, no browser): th
 upgrade: $(STAMP)  ## re-resolve the locks from requirements*.in to the newest releases (before a term; then make test-all)
 	$(LOCK) --upgrade --unsafe-package rfc3987-syntax --output-file requirements.txt requirements.in
 	for extra in torch browser scale; do $(LOCK) --upgrade --output-file requirements-$$extra.txt requirements-$$extra.in; done
+	$(LOCK) --upgrade --unsafe-package rfc3987-syntax --output-file requirements-hub.txt requirements-hub.in
 	rm -rf $(VENV)
 	$(MAKE) env
 
@@ -102,6 +113,12 @@ autograde: $(STAMP)  ## instructors: grade a lesson and rebuild its grades (LESS
 
 override: $(STAMP)  ## instructors: set a student's points by hand (LESSON= STUDENT= EXERCISE=grade_id|total POINTS= REASON=; REMOVE=1 takes it back; no STUDENT lists them)
 	$(PY) -m grader override $(LESSON) $(STUDENT) $(EXERCISE) $(POINTS) $(if $(REASON),--reason "$(REASON)") $(if $(REMOVE),--remove)
+
+hub-release: $(STAMP)  ## instructors on a hub: release lessons to nbgrader's exchange (LESSON=id; docs/jupyterhub.md)
+	$(PY) -m grader hub-release $(LESSON)
+
+hub-collect: $(STAMP)  ## instructors on a hub: collect a lesson's submissions from the exchange (LESSON=id), then make autograde
+	$(PY) -m grader hub-collect $(LESSON)
 
 dist: $(STAMP)  ## instructors: write the student distribution to DIR (outside the repository; LESSONS=01-03 for the lessons opened so far)
 	$(if $(DIR),,$(error give the folder to write to, e.g. `make dist DIR=../attention-student`))

@@ -48,6 +48,7 @@ EXHAUSTIVE = {
 SLOW_FIRST = [
     "solutions/12-induction-gpt/12-induction-gpt.ipynb",
     "tests/integration/test_hostile.py",
+    "tests/e2e/test_hub.py",
     "tests/integration/test_release_drift.py",
     "solutions/05-pytorch-module/05-pytorch-module.ipynb",
     "solutions/09-learning/09-learning.ipynb",

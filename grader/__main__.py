@@ -18,6 +18,8 @@ COMMANDS = {
     "autograde": "grader.grading.autograde",
     "override": "grader.grading.overrides",
     "dist": "grader.authoring.dist",
+    "hub-release": "grader.hub.release",
+    "hub-collect": "grader.hub.collect",
 }
 
 

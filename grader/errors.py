@@ -53,3 +53,7 @@ class DistributionRefused(CourseError):
 def message(error: CourseError) -> str:
     """`error`'s message for a terminal: each line made inert (grader.safe_text.for_terminal), lines kept."""
     return "\n".join(for_terminal(line) for line in str(error).splitlines())
+
+
+class HubRefused(CourseError):
+    """A hub step (release to the exchange, collect from it) that cannot run as configured."""

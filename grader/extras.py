@@ -1,4 +1,4 @@
-"""The course's optional extras (PyTorch, the browser tests, grading at scale): which a machine has, how to get them.
+"""The course's optional extras (PyTorch, browser tests, Dask, JupyterHub): which a machine has, how to get them.
 
 A lesson or test that needs an extra is skipped, naming it and its install command, where it is
 missing (conftest.py); LESSON_EXTRAS says which lessons need which.
@@ -79,6 +79,9 @@ def _module_missing(name: str) -> bool:
         return True
 
 
+# Where `make hub` installs JupyterHub's proxy: the course's own .venv/hub, nothing global.
+HUB_PROXY_FOLDER = Path(__file__).resolve().parent.parent / ".venv" / "hub" / "node_modules" / ".bin"
+
 EXTRAS = {
     "torch": Extra("torch", "make torch", modules=("torch",)),
     "playwright": Extra("playwright", "make browser", modules=("playwright.sync_api",)),
@@ -90,6 +93,11 @@ EXTRAS = {
     "postgres": Extra("postgres", "make scale && apt-get install postgresql", modules=("psycopg",),
                       program="pg_ctl", env="PG_CTL", search=("/usr/lib/postgresql/*/bin",),
                       beside=("initdb", "postgres")),
+    # The hub (docs/jupyterhub.md): JupyterHub from PyPI, and its proxy from npm, which `make hub`
+    # installs into the course's own .venv/hub (or CONFIGURABLE_HTTP_PROXY=/path/to/it).
+    "jupyterhub": Extra("jupyterhub", "make hub", modules=("jupyterhub",), program="configurable-http-proxy",
+                        env="CONFIGURABLE_HTTP_PROXY",
+                        search=(str(HUB_PROXY_FOLDER),)),
 }
 
 # Lessons that need an extra: their tests are skipped, naming it, where it is missing (conftest.py).

@@ -36,8 +36,16 @@ def unused_uid() -> int:
 
 def as_ordinary_user(uid: int, needed: list[str]) -> list[str]:
     """argv prefix that runs a command as `uid` (no groups) in a view of the machine where each path of
-    `needed` is readable: a folder above one that other users cannot enter is replaced by a tmpfs holding
-    only what is needed under it (bwrap, run by root: no user namespace; nothing of the host changes)."""
+    `needed` is readable (`visible_to_all`)."""
+    return [*visible_to_all(needed, always=True), "--", SETPRIV, f"--reuid={uid}", f"--regid={uid}",
+            "--clear-groups", "--"]
+
+
+def visible_to_all(needed: list[str], *, always: bool = False) -> list[str]:
+    """argv prefix (bwrap, run by root: no user namespace; nothing of the host changes) of a view of the
+    machine where each path of `needed` is readable by every user: a folder above one that other users
+    cannot enter is replaced by a tmpfs holding only what is needed under it. Empty when every path is
+    readable as it is, unless `always`; without `always` it ends with bwrap's `--`."""
     hidden, dirs, binds = [], [], []
     for path in sorted(map(os.path.abspath, needed), key=len):
         if any(path == bound or path.startswith(bound + "/") for bound in binds):
@@ -49,6 +57,8 @@ def as_ordinary_user(uid: int, needed: list[str]) -> list[str]:
         hidden.append(closed)
         dirs += [a for a in ancestors if a.startswith(closed + "/")]
         binds.append(path)
+    if not hidden and not always:
+        return []
     args = [bwrap_executable(), "--dev-bind", "/", "/"]
     for folder in dict.fromkeys(hidden):
         args += ["--perms", "0755", "--tmpfs", folder]
@@ -56,7 +66,7 @@ def as_ordinary_user(uid: int, needed: list[str]) -> list[str]:
         args += ["--perms", "0755", "--dir", folder]
     for path in binds:
         args += ["--ro-bind", path, path]
-    return [*args, "--", SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    return args if always else [*args, "--"]
 
 
 def user_env(home: Path, uid: int, **extra: str) -> dict[str, str]:

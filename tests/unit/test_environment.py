@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[2]
-EXTRAS = ("torch", "browser", "scale")
+EXTRAS = ("torch", "browser", "scale", "hub")
 DECLARED = ["requirements.in", *(f"requirements-{extra}.in" for extra in EXTRAS)]
 LOCKS = ["requirements.txt", *(f"requirements-{extra}.txt" for extra in EXTRAS)]
 CODE = ["grader", "tests", "benchmarks", "conftest.py"]  # the course's own Python code, lessons aside

@@ -89,8 +89,9 @@ def overridden_private_methods() -> set[str]:
     """`module: Class._name` for each private method of a base class outside the grader that grader code overrides."""
     found = set()
     for info in pkgutil.walk_packages([str(GRADER)], "grader."):
-        if ".specs." in info.name or info.name.rsplit(".", 1)[-1] in ("template_server", "nbgrader_config"):
-            continue  # lesson specs, the sandbox's server script and nbgrader's config file are not modules to import
+        config_files = ("nbgrader_config", "jupyterhub_config")  # read by nbgrader and JupyterHub, not imported
+        if ".specs." in info.name or info.name.rsplit(".", 1)[-1] in ("template_server", *config_files):
+            continue  # lesson specs, the sandbox's server script and the config files are not modules to import
         module = importlib.import_module(info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ != module.__name__:
