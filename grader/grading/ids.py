@@ -1,7 +1,8 @@
 """The rules for student ids, names and submission times, in one place.
 
 A student id is what grading files a person's work under (the submitted folder, the gradebook, the
-CSVs): at most MAX_ID ASCII letters, digits or underscores, lower case, after Unicode NFKC and
+CSVs): at most MAX_ID ASCII letters, digits, underscores, dots and hyphens (a JupyterHub user name
+such as `ada.lovelace-2`), starting with a letter, digit or underscore, lower case, after Unicode NFKC and
 case folding, so that `Ada` and `ada` are one student and no look-alike in another script becomes
 someone else's id. Ids made from names (`readable_id`, `script_id`) stay the same from one run to
 the next; the people registry (grader.grading.people) keeps them once given.
@@ -23,8 +24,8 @@ from anyascii import anyascii
 MAX_ID = 64  # characters of a student id
 MAX_READABLE = 48  # characters of the readable part of an id made from a name
 CLOCK_SKEW = timedelta(minutes=10)  # how far in the future a submission time may be
-SAFE_ID = re.compile(r"[a-z0-9_]+")
-ID_RULE = f"at most {MAX_ID} ASCII letters, digits or underscores"
+SAFE_ID = re.compile(r"[a-z0-9_][a-z0-9_.-]*")  # no leading dot or hyphen: never "..", a hidden file or an option
+ID_RULE = f"at most {MAX_ID} ASCII letters, digits, underscores, dots or hyphens, not starting with a dot or hyphen"
 
 
 def student_id(raw: str) -> str | None:

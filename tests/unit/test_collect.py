@@ -130,15 +130,16 @@ def test_a_download_of_several_formats_is_refused_with_the_misfits(tmp_path, sto
 
 
 def test_the_submitted_layout_of_nbgrader_collect_is_graded_as_it_is(store):
-    folder = store.submitted("hubuser").parent
+    user = "ada.lovelace-2"  # a JupyterHub user name
+    folder = store.submitted(user).parent
     folder.mkdir(parents=True)
-    store.submitted("hubuser").write_text("{}")
+    store.submitted(user).write_text("{}")
     (folder / "timestamp.txt").write_text("2026-12-01 10:00:00.123456 UTC")  # nbgrader's own form
     (store.root / "submitted" / "Not-An-Id" / LESSON).mkdir(parents=True)
     done = store.collect()
-    assert done.students == ["hubuser"]
-    assert done.submissions["hubuser"].time == datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)
-    assert "hub:hubuser" in store.people.persons["hubuser"].keys
+    assert done.students == [user]
+    assert done.submissions[user].time == datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)
+    assert f"hub:{user}" in store.people.persons[user].keys
     assert "'Not-An-Id' is not a student id" in done.skipped[0].reason
 
 
