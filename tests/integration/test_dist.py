@@ -84,8 +84,10 @@ def test_reference_answers_pass_and_make_submit_writes_what_the_instructor_colle
     assert handed_in.read_bytes() == path.read_bytes()
 
     from grader.grading import collect  # the instructor's side, in the course repository
+    from grader.grading.people import People
 
-    collected = collect.collect(LESSON, tmp_path / "submitted", source=student / "submissions")
+    collected = collect.collect(LESSON, tmp_path / "submitted", tmp_path / "attempts", student / "submissions",
+                                people=People(tmp_path / "people.json"))
     assert collected.students == ["ada_lovelace"] and not collected.skipped, collected
     assert (tmp_path / "submitted" / "ada_lovelace" / LESSON / f"{LESSON}.ipynb").read_bytes() == path.read_bytes()
 

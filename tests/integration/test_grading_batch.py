@@ -125,15 +125,15 @@ def test_each_file_of_the_batch_comes_out_as_its_fixture_says(batch, name):
     row = batch.rows[student]
     assert row["status"] == status, row
     if status == "failed":
-        assert spec["reason"] in row["flags"], row
+        assert spec["reason"] in row["notes"], row
         assert all(row[grade_id] == "" for grade_id in points_of(batch.release)) and row["total"] == ""
         assert not batch.state("autograded", student).exists() and not batch.state("feedback", student).exists()
         return
     scores = {grade_id: float(row[grade_id]) for grade_id in points_of(batch.release)}
     assert scores == expected(name, batch.release)
     assert float(row["total"]) == sum(scores.values())
-    flags = sorted(flag.partition(":")[0] for flag in row["flags"].split("; ") if flag)
-    assert flags == sorted(spec.get("flags", [])), row["flags"]
+    flags = sorted(flag.partition(":")[0] for flag in row["notes"].split("; ") if flag)
+    assert flags == sorted(spec.get("flags", [])), row["notes"]
     assert (batch.state("feedback", student) / f"{LESSON}.html").is_file()
 
 

@@ -255,7 +255,7 @@ def test_the_batch_finished_and_graded_everyone(hostile):
         hostile.run.stdout
     for name in statuses:
         reason = hostile.cases[name].get("reason", "")
-        assert reason in hostile.rows[name]["flags"], (name, hostile.rows[name]["flags"])
+        assert reason in hostile.rows[name]["notes"], (name, hostile.rows[name]["notes"])
     not_collected = sum(status == "not collected" for status in expected.values())
     assert re.search(rf"not collected \(files\)\s+{not_collected}\n", hostile.run.stdout), hostile.run.stdout
 
@@ -277,10 +277,10 @@ def test_every_honest_student_has_their_exact_score_and_no_attack_gained_anythin
         spec, row = hostile.cases[name], hostile.rows[name]
         got = {grade_id: float(row[grade_id]) for grade_id in points_of(release)}
         if got != batch_scores(LESSON, release, spec):
-            wrong[name] = (got, row["flags"])
-        missing = [flag for flag in spec.get("flags", []) if flag not in row["flags"]]
+            wrong[name] = (got, row["notes"])
+        missing = [flag for flag in spec.get("flags", []) if flag not in row["notes"]]
         if missing:  # every submission's verdict is reported, not only the first wrong one
-            flagless[name] = f"expected flags {missing} in {row['flags']!r}"
+            flagless[name] = f"expected flags {missing} in {row['notes']!r}"
     assert not wrong and not flagless, (wrong, flagless)
 
 
@@ -418,7 +418,7 @@ def test_a_submission_leaves_nothing_in_its_grading_process_for_the_next(tmp_pat
 def test_every_kernel_ran_as_its_own_unprivileged_host_uid(hostile):
     """Read from the host: no kernel process is root or the grader's user, and no two kernels share a uid."""
     if os.geteuid() != 0:  # every row says so instead (and test_ordinary_user reads the uids from the host)
-        assert all("grader-uid" in row["flags"] for row in hostile.rows.values() if row["status"] == "graded")
+        assert all("grader-uid" in row["notes"] for row in hostile.rows.values() if row["status"] == "graded")
         pytest.skip("an ordinary user has no other uid to give a kernel: each runs as the grader's own uid")
     uids = hostile.sampled.uids
     assert len(uids) >= len(hostile.cases) // 2, f"the sampler saw only {len(uids)} kernels"
@@ -433,7 +433,7 @@ def test_every_kernel_ran_as_its_own_unprivileged_host_uid(hostile):
 def test_no_kernel_went_over_its_cgroup_task_or_memory_limit(hostile):
     """Thread and fork bursts stop at the cgroup's task limit; memfd and shm memory at its memory limit."""
     graded_rows = [row for row in hostile.rows.values() if row["status"] == "graded"]
-    if all("no-cgroup" in row["flags"] for row in graded_rows):  # and the summary says WEAKER
+    if all("no-cgroup" in row["notes"] for row in graded_rows):  # and the summary says WEAKER
         assert "WEAKER: kernels had no cgroup" in hostile.run.stdout, hostile.run.stdout
         pytest.skip("no cgroup can be made here (an ordinary user without delegation): every row says so")
     assert hostile.sampled.tasks and max(hostile.sampled.tasks.values()) <= MAX_TASKS, hostile.sampled.tasks

@@ -155,7 +155,7 @@ def test_the_summary_and_every_row_say_the_isolation_is_weaker(batch):
     assert "WEAKER: kernels ran as the grader's own host uid" in summary, summary
     assert set(batch["rows"]) == set(batch["cases"]), batch["rows"].keys()
     for name, row in batch["rows"].items():
-        flags = row["flags"].split("; ")
+        flags = row["notes"].split("; ")
         assert row["status"] == "graded" and "no-cgroup" in flags and "grader-uid" in flags, (name, row)
 
 
@@ -164,9 +164,9 @@ def test_every_submission_keeps_its_exact_score(batch):
     for name, spec in batch["cases"].items():
         row = batch["rows"][name]
         got = {grade_id: float(row[grade_id]) for grade_id in points_of(batch["release"])}
-        missing = [flag for flag in spec.get("flags", []) if flag not in row["flags"]]
+        missing = [flag for flag in spec.get("flags", []) if flag not in row["notes"]]
         if got != batch_scores(LESSON, batch["release"], spec) or missing:
-            wrong[name] = (got, row["flags"], missing)
+            wrong[name] = (got, row["notes"], missing)
     assert not wrong, wrong
 
 

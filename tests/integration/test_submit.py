@@ -40,9 +40,10 @@ def test_a_passing_notebook_is_copied_as_is_and_collected_by_the_instructor(tmp_
     assert "Upload this one file" in printed
 
     from grader.grading import collect  # the instructor's side: files each download under its student
+    from grader.grading.people import People
 
     submitted = tmp_path / "submitted"
-    collected = collect.collect(LESSON, submitted, source=out)
+    collected = collect.collect(LESSON, submitted, tmp_path / "attempts", out, people=People(tmp_path / "people.json"))
     assert collected.students == ["ada_lovelace"] and not collected.skipped, collected
     assert (submitted / "ada_lovelace" / LESSON / f"{LESSON}.ipynb").read_bytes() == notebook.read_bytes()
     assert (submitted / "ada_lovelace" / LESSON / "timestamp.txt").read_text().startswith("2026-11-29 14:05:30")
