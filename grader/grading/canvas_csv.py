@@ -26,7 +26,7 @@ from pathlib import Path
 from traitlets import Bool, Dict
 from traitlets.config import Configurable
 
-from grader.grading.grades import Row
+from grader.grading.grades import Row, number
 from grader.safe_text import for_csv
 
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -49,17 +49,14 @@ def write(path: Path, lesson: str, rows: Sequence[Row], points: dict[str, float]
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow([for_csv(c) for c in [*IDENTITY, column or lesson, *(f"{lesson}: {e}" for e in exercises)]])
-        writer.writerow(["Points Possible", "", "", "", "", _number(sum(points.values())),
-                         *(_number(points[e]) for e in exercises)])
+        writer.writerow(["Points Possible", "", "", "", "", number(sum(points.values())),
+                         *(number(points[e]) for e in exercises)])
         for row in rows:
             person = row.person
             canvas_id = person.lms_id if person and person.lms in ("canvas", "") else ""
             identity = [row.name or row.student, canvas_id, person.sis_user_id if person else "",
                         (person.sis_login_id if person else "") or row.student, person.section if person else ""]
             scores = [row.scores.get(e) if row.status == "graded" else None for e in exercises]
-            writer.writerow([for_csv(c) for c in [*identity, _number(row.final), *map(_number, scores)]])
+            writer.writerow([for_csv(c) for c in [*identity, number(row.final), *map(number, scores)]])
     return path
 
-
-def _number(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"

@@ -144,7 +144,8 @@ def changes_table(lesson: str, found: Sequence[Change], students: int) -> str:
     """The changes for the terminal: one line per exercise or total that changed (ids escaped)."""
     if not found:
         return f"  changed since the last run   none ({students} students)"
-    rows = [(for_terminal(c.student), c.what, _text(c.before), _text(c.after), for_terminal(c.why)) for c in found]
+    rows = [(for_terminal(c.student), c.what, number(c.before, "-"), number(c.after, "-"), for_terminal(c.why))
+            for c in found]
     head = ("student", "what", "before", "after", "why")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     lines = [f"  changed since the last run   {len({c.student for c in found})} of {students} students"]
@@ -154,5 +155,6 @@ def changes_table(lesson: str, found: Sequence[Change], students: int) -> str:
     return "\n".join(lines)
 
 
-def _text(value: float | None) -> str:
-    return "-" if value is None else f"{value:g}"
+def number(value: float | None, missing: str = "") -> str:
+    """Points as every output writes them: 7, 3.6, 0.35; `missing` for none."""
+    return missing if value is None else f"{value:g}"

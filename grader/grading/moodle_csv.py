@@ -18,7 +18,7 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.grading.grades import Row
+from grader.grading.grades import Row, number
 from grader.safe_text import for_csv
 
 HEADER = ["Identifier", "Full name", "Email address", "Grade", "Maximum Grade", "Grade can be changed",
@@ -37,10 +37,7 @@ def write(path: Path, rows: Sequence[Row], points: dict[str, float]) -> Path:
             when = row.submission.time if row.submission and row.submission.time else None
             comment = "" if row.final is None else f"{row.final:g} of {top:g} points; {row.lateness.status()}"
             writer.writerow([for_csv(c) for c in [
-                f"Participant {row.person.lms_id}", row.name or row.student, row.person.email, _number(row.final),
+                f"Participant {row.person.lms_id}", row.name or row.student, row.person.email, number(row.final),
                 f"{top:g}", "Yes", when.strftime("%Y-%m-%d %H:%M:%S") if when else "", comment]])
     return path
 
-
-def _number(value: float | None) -> str:
-    return "" if value is None else f"{value:.2f}"

@@ -5,14 +5,13 @@ the failure messages grouped (the first error each test cell stopped with, in th
 notebook, on one line), each with the students who had it, most common first. Per student: one line
 per exercise that lost points, with its message, and the lateness (grader.grading.late).
 
-Every string a submission controls (messages, ids) is escaped: `html.escape` on the page (which
+Every string a submission controls (messages, ids) is escaped: by an autoescaping template on the page (which
 also carries a policy that allows no script and no request), `grader.safe_text.for_terminal` in
 the terminal.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +20,13 @@ import nbformat
 from nbconvert.filters import strip_ansi
 
 from grader import notebook
+from grader.grading import pages
 from grader.grading.grades import Row
 from grader.grading.triage import ERRORS, FLAGS
 from grader.safe_text import for_terminal
 
 MAX_MESSAGE = 300  # characters of one failure message kept: the overview's layout, not a setting
 NO_MESSAGE = "no points, no error shown (partial credit, or a test that scored 0 without failing)"
-CSP = "default-src 'none'; style-src 'unsafe-inline'"
 # How a cell ended when the grader stopped it, in words (not the KeyboardInterrupt it shows).
 ENDINGS = {**{ename: FLAGS[flag].text.format("the cell") for ename, flag in ERRORS.items()},
            "KeyboardInterrupt": FLAGS["timeout"].text.format("the cell")}
@@ -135,35 +134,6 @@ def terminal(overview: Overview, *, most: int = 3) -> str:
 
 
 def write_html(path: Path, overview: Overview) -> Path:
-    """One self-contained page: the per-exercise table with grouped messages, then the per-student lines."""
-    esc = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
-             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
-             f"<title>{esc(overview.lesson)}: overview</title><style>"
-             "body{font-family:sans-serif;max-width:70em;margin:2em auto}td,th{border:1px solid #ccc;padding:.3em;"
-             "vertical-align:top;text-align:left}table{border-collapse:collapse;width:100%}"
-             "code{white-space:pre-wrap;overflow-wrap:anywhere}</style></head><body>",
-             f"<h1>{esc(overview.lesson)}: {overview.graded} graded submissions</h1>",
-             "<h2>Per exercise</h2><table><tr><th>exercise</th><th>mean</th><th>full marks</th>"
-             "<th>failure messages (students)</th></tr>"]
-    for e in overview.exercises:
-        failures = "".join(f"<li><b>{len(students)}</b> <code>{esc(message)}</code>: {esc(', '.join(students))}</li>"
-                           for message, students in e.failures) or "none"
-        failures = f"<ul>{failures}</ul>" if e.failures else failures
-        parts.append(f"<tr><td>{esc(e.title)} ({e.points:g} pts)</td><td>{e.mean:.2f}</td><td>{e.full:.0%}</td>"
-                     f"<td>{failures}</td></tr>")
-    parts.append("</table><h2>Per student</h2><table><tr><th>student</th><th>points</th><th>what lost points</th>"
-                 "</tr>")
-    for student, total in overview.totals.items():
-        if student in overview.failed:
-            body = f"not graded: <code>{esc(overview.failed[student])}</code>"
-        elif student in overview.students:
-            body = "<br>".join(f"<code>{esc(item)}</code>" for item in overview.students[student]) or \
-                "full marks, on time"
-        else:
-            body = "no submission"
-        parts.append(f"<tr><td>{esc(student)}</td><td>{esc(total)}</td><td>{body}</td></tr>")
-    parts.append("</table></body></html>\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(parts), encoding="utf-8")
-    return path
+    """One self-contained page: the per-exercise table with grouped messages, then each student's points and
+    what lost them (grader/grading/templates/overview.html.j2)."""
+    return pages.write("overview.html.j2", path, view=overview)

@@ -15,7 +15,7 @@ from matplotlib.ticker import MaxNLocator
 from tqdm import tqdm
 
 from grader.grading.collect import Skipped
-from grader.grading.grades import Row
+from grader.grading.grades import Row, number
 from grader.grading.jobs import Result
 from grader.grading.triage import needs_review
 from grader.safe_text import for_csv, for_terminal
@@ -64,15 +64,12 @@ def write_csv(path: Path, rows: Sequence[Row], points: dict[str, float]) -> Path
             result = row.result
             flags = [str(flag) for flag in result.flags] if result else []
             notes = flags if row.status != "failed" else [result.reason, *flags]
-            writer.writerow([for_csv(row.student), for_csv(row.name), *(_number(row.scores[n]) for n in points),
-                             _number(row.total), for_csv(row.lateness.describe()),
-                             _number(row.lateness.penalty or None), _number(row.final), for_csv(row.status),
+            writer.writerow([for_csv(row.student), for_csv(row.name), *(number(row.scores[n]) for n in points),
+                             number(row.total), for_csv(row.lateness.describe()),
+                             number(row.lateness.penalty or None), number(row.final), for_csv(row.status),
                              for_csv("; ".join([*notes, *row.notes]))])
     return path
 
-
-def _number(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"
 
 
 def plot_scores(path: Path, results: Sequence[Result], points: dict[str, float], lesson: str) -> Figure:

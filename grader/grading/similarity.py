@@ -10,13 +10,12 @@ is listed, most similar first, with the two students' answers side by side and t
 marked.
 
 A pair is a lead for a person to read, not a verdict: the report never changes a grade, and the
-page says so. Student code and ids on the page are escaped with `html.escape`; the page carries a
+page says so. Student code and ids on the page are escaped by its autoescaping template; the page carries a
 policy that allows no script and no request.
 """
 
 from __future__ import annotations
 
-import html
 import io
 import itertools
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from traitlets import Float, Integer
 from traitlets.config import Configurable
 
 from grader import notebook
+from grader.grading import pages
 
 
 class SimilarityReport(Configurable):
@@ -46,7 +46,6 @@ GUARANTEE = 16
 # Characters of one submission's answer code compared: a bound on the cost of a huge submission, for
 # hostile input, not a setting (no honest answer comes near it).
 MAX_CODE = 20_000
-CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 
 @dataclass(frozen=True)
@@ -113,41 +112,23 @@ def _ranges(slices) -> list[tuple[int, int]]:
     return [(int(start), int(end)) for start, end in zip(slices[0], slices[1], strict=True)]
 
 
-def _marked(code: str, ranges: list[tuple[int, int]]) -> str:
-    """`code` escaped, with the matching ranges in <mark>."""
+def _pieces(code: str, ranges: list[tuple[int, int]]) -> list[tuple[str, bool]]:
+    """`code` cut into (text, whether it is in a matching range)."""
     out, at = [], 0
     for start, end in sorted(ranges):
         start = max(start, at)
         if end <= start:
             continue
-        out += [html.escape(code[at:start]), "<mark>", html.escape(code[start:end]), "</mark>"]
+        out += [(code[at:start], False), (code[start:end], True)]
         at = end
-    out.append(html.escape(code[at:]))
-    return "".join(out)
+    out.append((code[at:], False))
+    return [(text, matched) for text, matched in out if text]
 
 
 def write_html(path: Path, lesson: str, pairs: list[Pair], *, compared: int,
                threshold: float = SimilarityReport.threshold.default_value) -> Path:
     """The report: one section per pair, the two answers side by side, matching code marked."""
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'>"
-             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
-             f"<title>{html.escape(lesson)}: similar answers</title><style>"
-             "body{font-family:sans-serif;margin:2em}.pair{display:flex;gap:1em}.pair>div{flex:1;min-width:0}"
-             "pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:.5em}"
-             "mark{background:#ffd27f}</style></head><body>",
-             f"<h1>{html.escape(lesson)}: answers that match</h1>",
-             f"<p>{compared} submissions compared, answer cells only; code given in any released lesson is "
-             f"excluded. Pairs where at least {threshold:.0%} of one student's answer code matches the other's: "
-             f"{len(pairs)}. A match is a reason to read both notebooks, not a finding; this report changes no "
-             "grade.</p>"]
-    for pair in pairs:
-        parts.append(f"<h2>{html.escape(pair.a)} and {html.escape(pair.b)}: {pair.similarity[0]:.0%} of "
-                     f"{html.escape(pair.a)}'s answer code, {pair.similarity[1]:.0%} of {html.escape(pair.b)}'s</h2>"
-                     "<div class='pair'>")
-        for who, code, ranges in zip((pair.a, pair.b), pair.code, pair.slices, strict=True):
-            parts.append(f"<div><h3>{html.escape(who)}</h3><pre>{_marked(code, ranges)}</pre></div>")
-        parts.append("</div>")
-    parts.append("</body></html>\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(parts), encoding="utf-8")
-    return path
+    shown = [{"a": p.a, "b": p.b, "similarity": p.similarity,
+              "sides": [(who, _pieces(code, ranges))
+                        for who, code, ranges in zip((p.a, p.b), p.code, p.slices, strict=True)]} for p in pairs]
+    return pages.write("similarity.html.j2", path, lesson=lesson, pairs=shown, compared=compared, threshold=threshold)

@@ -21,7 +21,7 @@ def test_the_worksheet_has_moodles_columns_one_row_per_participant(tmp_path):
     path = moodle_csv.write(tmp_path / "moodle.csv", rows, POINTS)
     assert list(csv.reader(path.read_text().splitlines())) == [
         moodle_csv.HEADER,
-        ["Participant 88001", "Ada Lovelace", "ada@x", "5.50", "7", "Yes", "2026-12-01 09:30:00",
+        ["Participant 88001", "Ada Lovelace", "ada@x", "5.5", "7", "Yes", "2026-12-01 09:30:00",
          "5.5 of 7 points; on time"],
         ["Participant 88002", "Grace Hopper", "grace@x", "", "7", "Yes", "", ""]]
 

@@ -1,0 +1,20 @@
+"""The pages grading writes for the instructor (the overview, the similarity report): Jinja2
+templates in grader/grading/templates/, every value autoescaped, each page carrying one content
+policy that allows no script and no request (`CSP`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+_PAGES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
+                     undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def write(template: str, path: Path, **values) -> Path:
+    """Render `template` with `values` (and the policy) to `path`; return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_PAGES.get_template(template).render(csp=CSP, **values), encoding="utf-8")
+    return path
