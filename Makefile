@@ -41,7 +41,7 @@ help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.txt Makefile
-	$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11) and "Python 3.11+ is needed (the locked numpy needs it), found " + sys.version.split()[0])'
+	$(PYTHON) -c 'import re, sys; need = tuple(map(int, re.search(r"requires-python = \">=(\d+)\.(\d+)", open("pyproject.toml").read()).groups())); sys.exit(sys.version_info[:2] < need and "Python %d.%d+ is needed (the locked numpy needs it), found %s" % (*need, sys.version.split()[0]))'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# The lock, exactly: every package at the version it names, nothing resolved anew. It leaves out

@@ -33,7 +33,7 @@ from grader.student.layout import LESSONS, ROOT, SUBMISSIONS, select_lessons, st
 from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, submission_filename
 
 
-def student_id(name: str) -> str:
+def id_from_name(name: str) -> str:
     """`name` as an nbgrader student id: lower-case letters and digits joined by underscores.
 
     Latin letters lose their accents ("Zoë" gives `zoe`); letters of other scripts are kept as
@@ -78,7 +78,7 @@ def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SU
     current time) is the submission time written into the name, in UTC.
     """
     [lesson] = select_lessons([lesson])
-    student = student_id(name)
+    student = id_from_name(name)
     source = Path(notebook) if notebook is not None else student_notebook(lesson, lessons_dir)
     if not source.is_file():
         raise CannotSubmit(f"no notebook at {source}: nothing to hand in")

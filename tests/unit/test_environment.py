@@ -156,3 +156,11 @@ def test_importing_nbformat_builds_no_iri_parsers():
 
     assert "rfc3987-syntax" not in locked("requirements.txt")
     assert importlib.util.find_spec("rfc3987_syntax") is None, "run `make clean env`, or pip uninstall rfc3987-syntax"
+
+
+def test_every_place_that_checks_the_python_version_agrees_with_pyproject():
+    need = re.search(r'requires-python = ">=(\d+\.\d+)"', (REPO / "pyproject.toml").read_text())[1]
+    assert "requires-python" in (REPO / "Makefile").read_text()  # the course's Makefile reads it from there
+    shipped = (REPO / "grader" / "authoring" / "dist_template" / "Makefile").read_text()  # no pyproject.toml there
+    assert re.search(r"sys.version_info\[:2\] < \((\d+), (\d+)\)", shipped).groups() == tuple(need.split("."))
+    assert f"python={need}" in (REPO / "environment.yml").read_text()

@@ -28,7 +28,7 @@ LESSON = "03-parallel-heads"
     ("Пётр Иванов", "петр_иванов"),
 ])
 def test_student_names_become_ids_that_survive_the_file_name(name, expected):
-    student = submit.student_id(name)
+    student = submit.id_from_name(name)
     assert student == expected
     stamp = datetime(2026, 11, 29, 14, 5, 30, tzinfo=timezone.utc).strftime(SUBMISSION_TIME_FORMAT)
     match = re.fullmatch(SUBMISSION_REGEXP, submission_filename(LESSON, student, stamp))
@@ -42,7 +42,7 @@ def test_student_names_become_ids_that_survive_the_file_name(name, expected):
 @pytest.mark.parametrize("name", ["", "   ", "!!!", "alan attempt 2", "alan_attempt_2026-01-01"])
 def test_a_name_that_cannot_be_an_unambiguous_id_is_refused_with_an_example(name):
     with pytest.raises(CannotSubmit, match="NAME=ada_lovelace"):
-        submit.student_id(name)
+        submit.id_from_name(name)
 
 
 
