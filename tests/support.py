@@ -18,12 +18,12 @@ import re
 import signal
 import subprocess
 import sys
+import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-import tomllib
 from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import notebook

@@ -42,7 +42,7 @@ import json
 import re
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -308,7 +308,7 @@ def main(*, out: Path, lessons: list[str] | None = None, check: bool = False,
     lessons = select_lessons(sorted({*select_lessons(lessons), *shipped}))
     policy = LatePolicy(config=config if config is not None else nbgrader_config())
     dist_steps.refuse_open_answers([lesson for lesson in lessons if lesson not in earlier], policy,
-                                   now if now is not None else datetime.now(timezone.utc))
+                                   now if now is not None else datetime.now(UTC))
     if shipped:
         changed = [lesson for lesson in earlier if student_notebook(lesson).is_file()
                    and student_notebook(lesson).read_bytes() != earlier[lesson][f"{RELEASES}/{lesson}.ipynb"]]

@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from grader.authoring.handouts import Handout, handouts
@@ -109,7 +109,7 @@ def utc(moment: datetime | None) -> datetime | None:
     """`moment` as a timezone-aware UTC time; a naive one (nbgrader's parse_utc gives those) is taken as UTC."""
     if moment is None:
         return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def short(lesson: str) -> str:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import shutil
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 RECORD = "releases.json"
@@ -62,7 +62,7 @@ def is_work(notebook: Path, state: Path) -> bool:
 
 def backup(notebook: Path, *, now: datetime | None = None) -> list[Path]:
     """Copy `notebook` and its JupyterLab checkpoint next to its lesson folder; return the copies."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
     folder = notebook.parent
     copies = []
     checkpoint = folder / ".ipynb_checkpoints" / f"{notebook.stem}-checkpoint.ipynb"

@@ -40,7 +40,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.errors import BadDownload
@@ -80,7 +80,7 @@ class Attempt:
 
     @property
     def time(self) -> datetime:
-        return datetime.strptime(self.when, TIME_FORMAT).replace(tzinfo=timezone.utc)
+        return datetime.strptime(self.when, TIME_FORMAT).replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -279,7 +279,7 @@ def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Call
                     skipped.append(Skipped(for_terminal(str(relative)), f"larger than {MAX_ENTRY} bytes"))
                 else:
                     yield (relative.as_posix(), lambda path=path: _read_capped(path.open("rb")),
-                           datetime.fromtimestamp(path.stat().st_mtime, timezone.utc))
+                           datetime.fromtimestamp(path.stat().st_mtime, UTC))
         return
     try:
         archive = zipfile.ZipFile(source)
@@ -308,9 +308,9 @@ def _downloads(source: Path, skipped: list[Skipped]) -> Iterator[tuple[str, Call
 def _zip_time(info: zipfile.ZipInfo) -> datetime:
     """A zip entry's time (zip stores no time zone: read as UTC)."""
     try:
-        return datetime(*info.date_time, tzinfo=timezone.utc)
+        return datetime(*info.date_time, tzinfo=UTC)
     except ValueError:
-        return datetime(1980, 1, 1, tzinfo=timezone.utc)
+        return datetime(1980, 1, 1, tzinfo=UTC)
 
 
 def _read_capped(handle) -> bytes:

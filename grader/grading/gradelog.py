@@ -8,7 +8,7 @@ submission can start a line of its own.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.grading.jobs import Result
@@ -17,7 +17,7 @@ from grader.safe_text import for_terminal
 
 def line(lesson: str, result: Result, points: dict[str, float], *, now: datetime | None = None) -> str:
     """The log line of one result (no newline)."""
-    when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     score = "-" if result.total is None else f"{result.total:g}/{sum(points.values()):g}"
     status = result.status + (", up to date" if result.cached else "")
     if result.status != "graded":

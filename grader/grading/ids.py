@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from anyascii import anyascii
 
@@ -40,12 +40,12 @@ def parse_time(text: str) -> datetime:
     text = re.sub(r"\s*(?:UTC|Z)$", "", text.strip(), flags=re.IGNORECASE)
     text = re.sub(r"\s+([+-]\d\d:?\d\d)$", r"\1", text)
     when = datetime.fromisoformat(text)
-    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def in_future(when: datetime, now: datetime | None = None) -> bool:
     """Whether `when` is later than now (UTC) by more than CLOCK_SKEW."""
-    return when > (now or datetime.now(timezone.utc)) + CLOCK_SKEW
+    return when > (now or datetime.now(UTC)) + CLOCK_SKEW
 
 
 def name_key(name: str) -> str:

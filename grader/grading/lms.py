@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from traitlets import Dict
 from traitlets.config import Configurable
@@ -101,7 +101,7 @@ def match(path: str, regexp: str, name: str = "") -> Match | None:
     when = None
     if groups.get("timestamp"):
         try:
-            when = datetime.strptime(groups["timestamp"], SUBMISSION_TIME_FORMAT).replace(tzinfo=timezone.utc)
+            when = datetime.strptime(groups["timestamp"], SUBMISSION_TIME_FORMAT).replace(tzinfo=UTC)
         except ValueError:
             return None
     if not (groups.get("lms_id") or groups.get("student_id")):

@@ -14,7 +14,7 @@ import argparse
 import json
 import os
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -87,7 +87,7 @@ def main(*, lesson: str, student: str = "", exercise: str = "", points: float | 
         raise UsageError(f"the points must be between 0 and {top:g} for {exercise}")
     if not reason.strip():
         raise UsageError("say why with --reason: it is kept with the override")
-    when = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    when = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     mine[exercise] = Override(points, reason.strip(), when)
     save(layout.overrides, table)
     return (f"{ident}'s {exercise} in {lesson} is now {points:g} of {top:g} whatever grading gives; "

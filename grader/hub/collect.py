@@ -35,7 +35,7 @@ import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -90,7 +90,7 @@ def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = N
     """Copy what can be vouched for of each of `lesson`'s submissions in `inbound` to `staging` (see the
     module); `uid_of(user)` is the uid that must own a submission in the name of `user`."""
     result = HubCollected()
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     try:
         entries = sorted(os.listdir(inbound))
     except OSError as error:
@@ -126,9 +126,9 @@ def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = N
             continue
         finally:
             os.close(folder_fd)
-        received = datetime.fromtimestamp(info.st_ctime, timezone.utc)
+        received = datetime.fromtimestamp(info.st_ctime, UTC)
         try:
-            stated = parse_utc(claimed).replace(tzinfo=timezone.utc)  # nbgrader gives naive UTC
+            stated = parse_utc(claimed).replace(tzinfo=UTC)  # nbgrader gives naive UTC
         except (ValueError, OverflowError):
             stated = None
         if stated is None or abs(stated - received) > CLOCK_SKEW:

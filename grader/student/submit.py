@@ -22,7 +22,7 @@ import argparse
 import re
 import shutil
 import unicodedata
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -88,7 +88,7 @@ def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SU
     if not verdict.ok:
         print(f"\nWARNING: {lesson} does not pass its self-check (see above). Submitting it anyway; "
               "fix it and run `make submit` again to hand in a newer version.")
-    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime(SUBMISSION_TIME_FORMAT)
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime(SUBMISSION_TIME_FORMAT)
     target = Path(out) / submission_filename(lesson, student, stamp)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)

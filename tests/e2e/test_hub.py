@@ -40,7 +40,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import nbformat
@@ -170,7 +170,7 @@ def hub():
         # The instructor owns the course repository and the shared folder that hub-release writes.
         # A deadline 25 hours before the test: every hub submission is late by 1 d 1 h and a few minutes,
         # two started days, 20 % of its score, if the late policy reads the time the exchange received it.
-        deadline = datetime.now(timezone.utc) - timedelta(hours=25)
+        deadline = datetime.now(UTC) - timedelta(hours=25)
         with (course.root / "nbgrader_config.py").open("a") as config:
             config.write(f"c.LatePolicy.deadlines = {{{LESSON!r}: {deadline:'%Y-%m-%d %H:%M:%S UTC'}}}\n")
         subprocess.run(["chown", "-R", f"{instructor}:{instructor}", str(course.root), str(shared)], check=True)

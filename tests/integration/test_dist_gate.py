@@ -15,7 +15,7 @@ Under `make test`, the prefix 01-03 (the docs' example); every prefix under `mak
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from grader.errors import DistributionRefused
 from tests.support import answers_among, deadlines_config, every_lesson_closed, notebook_functions
 
 IDS = lesson_ids()
-NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 PAST, FUTURE = "2026-12-01 23:59:00 UTC", "2026-12-11 23:59:00 UTC"
 CORE = (3,)  # 01-03 under make test (the docs' example: Lessons 2 and 3 hand out Lesson 1's answers)
 

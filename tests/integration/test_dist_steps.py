@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import nbformat
 import pytest
@@ -57,7 +57,7 @@ def test_a_later_build_adds_lessons_and_keeps_what_was_published_byte_for_byte(t
 def test_lessons_already_published_are_not_held_back_but_new_and_republished_ones_are(tmp_path):
     """Once Lesson 2 is out, reopening Lesson 1 (an extension, say) cannot take it back: a later build keeps it.
     What the build writes anew, a republished Lesson 2 or a new Lesson 3, must wait for Lesson 1 to close."""
-    out, now = tmp_path / "published", datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+    out, now = tmp_path / "published", datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
     closed = deadlines_config({FIRST: "2026-12-01 23:59:00 UTC"})
     reopened = deadlines_config({FIRST: "2026-12-01 23:59:00 UTC"}, {FIRST: {"ada": 96}})  # closes on the 5th
     dist.main(out=out, lessons=dist_steps.parse("01-02"), now=now, config=closed)

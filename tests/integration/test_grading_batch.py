@@ -15,6 +15,7 @@ import io
 import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -24,7 +25,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import tomllib
 
 from grader.grading.autograde import main as autograde
 from grader.grading.jobs import Job

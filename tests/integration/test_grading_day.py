@@ -16,12 +16,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
-import tomllib
 
 from grader import notebook
 from grader.course import REPO, reference_notebook

@@ -7,8 +7,9 @@ must agree with it: a few fixtures of one lesson are graded both ways.
 
 from __future__ import annotations
 
-import pytest
 import tomllib
+
+import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
 from grader.course import lesson_ids, student_notebook

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tomllib
 from dataclasses import fields
 from pathlib import Path
 
 import nbformat
 import pytest
-import tomllib
 
 from grader import notebook
 from grader.__main__ import main as cli

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 import re
+import tomllib
 
 import nbformat
 import pytest
-import tomllib
 from nbgrader.preprocessors import IgnorePattern
 
 from grader import notebook

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from grader.grading.people import People
 from grader.student.submission_names import submission_filename
 
 LESSON = "03-parallel-heads"
-NOW = datetime(2026, 12, 15, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 15, 12, 0, tzinfo=UTC)
 
 
 class Course:
@@ -56,7 +56,7 @@ def test_the_latest_attempt_of_each_student_is_submitted_with_its_time(tmp_path,
     assert store.submitted("ada").read_text() == "new"
     assert (store.submitted("ada").parent / "timestamp.txt").read_text() == "2026-11-30 09:00:00 UTC"
     assert [s.reason.split(":")[0] for s in done.review] == ["an older attempt of ada"]
-    assert done.submissions["ada"].time == datetime(2026, 11, 30, 9, tzinfo=timezone.utc)
+    assert done.submissions["ada"].time == datetime(2026, 11, 30, 9, tzinfo=UTC)
 
 
 def test_downloads_in_any_order_give_the_same_submissions(tmp_path, store):
@@ -138,7 +138,7 @@ def test_the_submitted_layout_of_nbgrader_collect_is_graded_as_it_is(store):
     (store.root / "submitted" / "Not-An-Id" / LESSON).mkdir(parents=True)
     done = store.collect()
     assert done.students == [user]
-    assert done.submissions[user].time == datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)
+    assert done.submissions[user].time == datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=UTC)
     assert f"hub:{user}" in store.people.persons[user].keys
     assert "'Not-An-Id' is not a student id" in done.skipped[0].reason
 

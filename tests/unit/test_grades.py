@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -14,7 +14,7 @@ from tests.support import grade_rows
 LESSON = "03-parallel-heads"
 POINTS = {"test_a": 3.0, "test_b": 4.0}
 ROSTER = "id,name,lms_id\nada,Ada Lovelace,1001\ngrace,Grace Hopper,1002\neve,Eve Moneypenny,1003\n"
-LATE = datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
+LATE = datetime(2026, 12, 2, 12, tzinfo=UTC)
 POLICY = late.LatePolicy(deadlines={LESSON: "2026-12-01 12:00:00 UTC"})
 
 

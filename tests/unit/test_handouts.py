@@ -10,7 +10,7 @@ refusal names every open case. No build here (tests/integration/test_dist_gate.p
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 
 import nbformat
@@ -25,7 +25,7 @@ from grader.trusted import load_spec
 from tests.support import answers_among, deadlines_config, notebook_functions
 
 L1, L2, L3 = lesson_ids()[:3]
-NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
 
 @cache
@@ -88,7 +88,7 @@ def test_a_handout_is_open_until_its_deadline_and_longest_extension_have_passed(
     assert {a.lesson for a in dist_steps.open_answers([L1, L2, L3], later, NOW)} == {L2, L3}
     extended = policy(deadline, {L1: {"ada": 2, "alan": 0.5}})  # closes at 13:00
     [answer] = dist_steps.open_answers([L2], extended, NOW)
-    assert answer.closes == datetime(2026, 12, 4, 13, 0, tzinfo=timezone.utc)
+    assert answer.closes == datetime(2026, 12, 4, 13, 0, tzinfo=UTC)
     assert dist_steps.open_answers([L2], extended, datetime(2026, 12, 4, 13, 0, 1)) == [], "a naive now is UTC"
 
 

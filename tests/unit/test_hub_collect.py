@@ -7,7 +7,7 @@ student can make there on another, or on the grader (grader/hub/collect.py), nex
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -39,7 +39,7 @@ def inbound(tmp_path):
 
 
 def now_text(delta: timedelta = timedelta()) -> str:
-    return (datetime.now(timezone.utc) + delta).strftime(TIME_FORMAT)
+    return (datetime.now(UTC) + delta).strftime(TIME_FORMAT)
 
 
 def test_an_honest_submission_is_staged_with_the_time_the_exchange_received_it(inbound, tmp_path):
@@ -52,7 +52,7 @@ def test_an_honest_submission_is_staged_with_the_time_the_exchange_received_it(i
     assert sorted(p.name for p in folder.iterdir()) == [f"{LESSON}.ipynb", "submission_secret.txt", "timestamp.txt"]
     assert (folder / f"{LESSON}.ipynb").read_bytes() == b'{"cells": []}'
     received = datetime.strptime((folder / "timestamp.txt").read_text(), TIME_FORMAT)
-    assert abs(received - datetime.now(timezone.utc).replace(tzinfo=None)) < timedelta(minutes=1)
+    assert abs(received - datetime.now(UTC).replace(tzinfo=None)) < timedelta(minutes=1)
 
 
 def test_a_submission_in_another_students_name_is_refused(inbound, tmp_path):

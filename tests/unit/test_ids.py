@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -26,16 +26,16 @@ def test_readable_ids_from_names_in_any_script():
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("2026-12-01 23:59:00 UTC", datetime(2026, 12, 1, 23, 59, tzinfo=timezone.utc)),
-    ("2026-12-01 23:59:00", datetime(2026, 12, 1, 23, 59, tzinfo=timezone.utc)),
-    ("2026-12-01 23:59:00 +02:00", datetime(2026, 12, 1, 21, 59, tzinfo=timezone.utc)),  # nbgrader reads 23:59 UTC
-    ("2026-12-01T23:59:00-0500", datetime(2026, 12, 2, 4, 59, tzinfo=timezone.utc)),
-    ("2026-12-01 10:00:00.123456 UTC", datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)),
+    ("2026-12-01 23:59:00 UTC", datetime(2026, 12, 1, 23, 59, tzinfo=UTC)),
+    ("2026-12-01 23:59:00", datetime(2026, 12, 1, 23, 59, tzinfo=UTC)),
+    ("2026-12-01 23:59:00 +02:00", datetime(2026, 12, 1, 21, 59, tzinfo=UTC)),  # nbgrader reads 23:59 UTC
+    ("2026-12-01T23:59:00-0500", datetime(2026, 12, 2, 4, 59, tzinfo=UTC)),
+    ("2026-12-01 10:00:00.123456 UTC", datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=UTC)),
 ])
 def test_times_are_read_in_utc_with_their_zone(text, expected):
     assert ids.parse_time(text) == expected
 
 
 def test_a_time_not_far_in_the_future_is_accepted():
-    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
     assert not ids.in_future(now + ids.CLOCK_SKEW, now) and ids.in_future(now + 2 * ids.CLOCK_SKEW, now)

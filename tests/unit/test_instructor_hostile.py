@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import csv
 import re
+import tomllib
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
 import pytest
-import tomllib
 
 from grader import notebook
 from grader.course import student_notebook
@@ -27,7 +27,7 @@ LESSON = "03-parallel-heads"
 RELEASE = student_notebook(LESSON)
 POINTS = notebook.test_points(nbformat.read(RELEASE, as_version=4))
 ATTACKS = tomllib.loads((FIXTURES / "hostile" / "no-kernel" / "grading-day.toml").read_text())
-NOW = datetime(2026, 12, 15, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 15, tzinfo=UTC)
 UNSAFE = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 

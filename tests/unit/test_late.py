@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -14,7 +14,7 @@ PENALTY = late.LatePenalty(percent_per_day=10, max_percent=30)
 
 
 def at(day: int, hour: int) -> datetime:
-    return datetime(2026, 12, day, hour, tzinfo=timezone.utc)
+    return datetime(2026, 12, day, hour, tzinfo=UTC)
 
 
 def test_the_penalty_is_a_share_of_the_score_per_started_day_capped():
@@ -44,4 +44,4 @@ def test_the_lms_mark_flags_but_costs_nothing_and_no_deadline_is_never_late():
 
 def test_a_deadline_with_a_zone_is_read_in_it():
     policy = late.LatePolicy(deadlines={LESSON: "2026-12-01 12:00:00 +02:00"})
-    assert policy.deadline(LESSON) == datetime(2026, 12, 1, 10, tzinfo=timezone.utc)
+    assert policy.deadline(LESSON) == datetime(2026, 12, 1, 10, tzinfo=UTC)

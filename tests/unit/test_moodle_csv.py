@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from grader.grading import moodle_csv
 from grader.grading.jobs import Result
@@ -17,7 +17,7 @@ WORKSHEET = 'Identifier,Full name,Email address\n"Participant 88001",Ada Lovelac
 def test_the_worksheet_has_moodles_columns_one_row_per_participant(tmp_path):
     results = [Result("moodle_88001", "graded", scores={"test_a": 3.0, "test_b": 2.5})]
     rows = grade_rows("03-parallel-heads", results, POINTS, roster=WORKSHEET,
-                      times={"moodle_88001": datetime(2026, 12, 1, 9, 30, tzinfo=timezone.utc)})
+                      times={"moodle_88001": datetime(2026, 12, 1, 9, 30, tzinfo=UTC)})
     path = moodle_csv.write(tmp_path / "moodle.csv", rows, POINTS)
     assert list(csv.reader(path.read_text().splitlines())) == [
         moodle_csv.HEADER,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,7 +12,7 @@ from grader.errors import UsageError
 from grader.grading import overrides
 
 LESSON = "01-single-head"
-NOW = datetime(2026, 12, 4, 12, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -47,7 +47,7 @@ def test_the_overview_groups_failure_messages_with_labels_totals_and_lateness(tm
              "alan": autograded(tmp_path, "alan", {first: wrong_axis}),
              "grace": autograded(tmp_path, "grace", {first: wrong_axis, second: "KeyboardInterrupt: "})}
     policy = late.LatePolicy(deadlines={LESSON: "2026-12-01 12:00:00 UTC"})
-    rows = grade_rows(LESSON, results, POINTS, times={"grace": datetime(2026, 12, 1, 13, tzinfo=timezone.utc)},
+    rows = grade_rows(LESSON, results, POINTS, times={"grace": datetime(2026, 12, 1, 13, tzinfo=UTC)},
                       policy=policy, roster="id,name\nada,Ada\nalan,Alan\ngrace,Grace\neve,Eve\nsam,Sam\n")
     view = overview.build(LESSON, rows, POINTS, paths, LABELS)
     exercise = view.exercises[0]

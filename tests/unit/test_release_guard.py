@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -54,7 +54,7 @@ def test_force_backs_up_the_notebook_and_its_checkpoint_outside_the_lesson_folde
     checkpoint.parent.mkdir(parents=True)
     notebook.write_text("answers")
     checkpoint.write_text("older answers")
-    copies = release_guard.backup(notebook, now=datetime(2026, 12, 3, 9, 5, tzinfo=timezone.utc))
+    copies = release_guard.backup(notebook, now=datetime(2026, 12, 3, 9, 5, tzinfo=UTC))
     assert [c.name for c in copies] == [f"{LESSON}.backup-20261203-090500.ipynb",
                                         f"{LESSON}.backup-20261203-090500-checkpoint.ipynb"]
     assert [c.read_text() for c in copies] == ["answers", "older answers"]

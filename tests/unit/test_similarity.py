@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import nbformat
-import tomllib
 
 from grader.course import student_notebook
 from grader.grading import similarity

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from nbgrader.utils import parse_utc
@@ -30,7 +30,7 @@ LESSON = "03-parallel-heads"
 def test_student_names_become_ids_that_survive_the_file_name(name, expected):
     student = submit.id_from_name(name)
     assert student == expected
-    stamp = datetime(2026, 11, 29, 14, 5, 30, tzinfo=timezone.utc).strftime(SUBMISSION_TIME_FORMAT)
+    stamp = datetime(2026, 11, 29, 14, 5, 30, tzinfo=UTC).strftime(SUBMISSION_TIME_FORMAT)
     match = re.fullmatch(SUBMISSION_REGEXP, submission_filename(LESSON, student, stamp))
     assert match and match.group("student_id") == student
     assert match.group("file_id") == f"{LESSON}.ipynb"
