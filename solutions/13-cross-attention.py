@@ -1145,9 +1145,8 @@ print(f"CPU time, 256 sources, {S_MAX} steps: with reuse {1e3 * reuse_cpu:.1f} m
 #   mask, and the source and target can differ in length, in vocabulary, even in kind (speech in,
 #   text out).
 #
-# What decoder-only gives up in return is little, and it gains simplicity: one stack, one kind of
-# attention, one sequence, and any task that can be written as text becomes "predict the next
-# token". Both designs are in use: encoder–decoders where an input is mapped to an output (as in
+# Decoder-only gains simplicity in return: one stack, one kind of attention, one sequence, and any
+# task that can be written as text becomes "predict the next token". Both designs are in use: encoder–decoders where an input is mapped to an output (as in
 # translation, speech recognition, summarisation), decoder-only models for open-ended generation.
 #
 # ## Time
