@@ -52,6 +52,7 @@ SLOW_FIRST = [
     "tests/integration/test_release_drift.py",
     "solutions/05-pytorch-module/05-pytorch-module.ipynb",
     "solutions/09-learning/09-learning.ipynb",
+    "solutions/13-cross-attention/13-cross-attention.ipynb",
 ]
 _skipped_by_extra: Counter = Counter()
 

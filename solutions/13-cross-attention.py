@@ -1,0 +1,1187 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: 13-cross-attention//ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 13: Cross-attention and the encoder–decoder: a small model learns to reverse, and you see how
+#
+# Every attention in this course so far has been **self-attention**: queries, keys and values all
+# come from one sequence. The original Transformer was built for translation, and it has a second
+# kind: **cross-attention**, whose queries come from the sequence being written (the output) and
+# whose keys and values come from another sequence (the input, already read by an encoder).
+#
+# This lesson builds an encoder–decoder from the parts you know, trains it in NumPy to reverse
+# sequences of tokens, and opens it up: the cross-attention of the trained model puts its weight
+# where reversal says it must, on the anti-diagonal, and you will measure how sharply.
+#
+# **What you'll do**
+# - write `cross_attention`: multi-head attention with queries from one sequence and keys and values
+#   from another, `T_q != T_k`, and a mask (Exercise 1);
+# - put the three masks of an encoder–decoder side by side, on a batch of sequences of different
+#   lengths;
+# - measure how well a cross-attention follows the reversal alignment (Exercise 2: `reversal_alignment`);
+# - train a one-block encoder and a one-block decoder with Adam, watch the alignment form, and count
+#   over several initialisations how often it does;
+# - write `decoder_step`, one step of greedy decoding that reuses the encoder's keys and values
+#   (Exercise 3), and count what that reuse saves.
+#
+# **What you'll learn**
+# - what changes from self-attention to cross-attention (where $Q$, $K$ and $V$ come from, and the
+#   score table's shape `(T_q, T_k)`), and what does not (everything else);
+# - which mask goes where: none but padding in the encoder, causal in the decoder, padding of the
+#   input in cross-attention;
+# - teacher forcing, and why an encoder–decoder computes the input's keys and values only once;
+# - what an encoder–decoder is for, next to the decoder-only GPT of Lesson 12.
+#
+# **What you'll need**
+# - multi-head attention (Lesson 3), masks and fully masked rows (Lesson 6), the backward pass
+#   (Lesson 7), learned positions (Lesson 8), Adam (Lesson 9), the pre-norm block and LayerNorm
+#   (Lesson 11) and the KV cache (Lessons 6 and 12). The code of the parts that are not this
+#   lesson's subject is given, so the lesson stands alone.
+#
+# The three graded exercises sit where their ideas are taught, because the later sections run on
+# your code. Their visible checks run as you work; hidden tests call your functions on fresh inputs.
+
+# %%
+import os
+
+# One BLAS thread, set before NumPy loads: the model's matrices are small, and on a busy machine
+# extra BLAS threads spend much of their time waiting for each other.
+for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from lesson_helpers import demo_size, full_demos, tidy_figures  # the course's helpers for demonstrations
+
+tidy_figures()  # labels and colourbars placed without overlap
+
+# %% [markdown]
+# ## 1. Cross-attention: queries from one sequence, keys and values from another
+#
+# An encoder–decoder reads an input sequence, the **source**, of $T_k$ positions, and writes an
+# output sequence, the **target**, of $T_q$ positions. The encoder turns the source into a
+# **memory** $M$ of shape `(B, T_k, C)`: one vector per source position. The decoder's stream
+# $X$ has shape `(B, T_q, C)`. Cross-attention lets every target position look at the memory:
+#
+# $$Q = X W_q \ \ (B, T_q, C), \qquad K = M W_k, \quad V = M W_v \ \ (B, T_k, C),$$
+#
+# each split into $h$ heads of size $hs = C / h$ as in Lesson 3: $Q$ `(B, h, T_q, hs)`, $K$ and $V$
+# `(B, h, T_k, hs)`. The rest is Lessons 2, 3 and 6:
+#
+# $$S = \frac{Q K^\top}{\sqrt{hs}} \ \ (B, h, T_q, T_k), \qquad
+# A = \text{softmax}_{\text{keys}}(S \text{ with blocked entries } -\infty), \qquad
+# \text{out} = \text{Concat}(A V)\, W_o \ \ (B, T_q, C).$$
+#
+# Only two things change from self-attention. The score table is **rectangular**: one row per
+# target position, one column per source position, and $T_q \ne T_k$ in general. And the output
+# has the target's length, $T_q$: each target position receives a mixture of the values of the source.
+# Self-attention is the special case $M = X$.
+#
+# The **mask** says which keys each query may see. It is boolean, `True` where attention is allowed,
+# and it broadcasts against the scores without their head axis, `(B, T_q, T_k)`: a padding mask of
+# the source is `(B, 1, T_k)` (the same for every query), a causal mask `(T_q, T_k)` (the same for
+# every sequence). Every head uses the same mask, so it needs a head axis inserted before it is
+# applied: `(B, 1, T_k)` becomes `(B, 1, 1, T_k)`, `(T, T)` becomes `(1, T, T)`.
+#
+# A row that allows no key at all (a query whose sequence has no source, say) gets weights 0 and
+# output 0, Lesson 6's convention: no NaN, and no floating-point warning on the way.
+#
+# ### Exercise 1: `cross_attention` (4 points)
+#
+# Write `cross_attention(x_q, x_kv, mask, Wq, Wk, Wv, Wo, h)`: `x_q` `(B, T_q, C)`, `x_kv`
+# `(B, T_k, C)`, `mask` boolean and broadcastable to `(B, T_q, T_k)`, four `(C, C)` weights and the
+# head count `h` (which divides $C$). Return the pair `(out, weights)`: `out` `(B, T_q, C)` and
+# `weights` `(B, h, T_q, T_k)`. Requirements: scale by $\sqrt{hs}$; a fully masked row has weights
+# 0 and output 0; no floating-point warning (no `-inf - (-inf)`), without changing NumPy's warning
+# settings; the inputs are not modified. The given `split_heads` and `merge_heads` below are
+# Lesson 3's.
+
+# %%
+# Given: Lesson 3's head split and merge.
+def split_heads(x, h):
+    """(B, T, C) -> (B, h, T, hs): head i takes columns i*hs .. (i+1)*hs - 1."""
+    B, T, C = x.shape
+    return x.reshape(B, T, h, C // h).transpose(0, 2, 1, 3)  # (B, T, C) -> (B, T, h, hs) -> (B, h, T, hs)
+
+
+def merge_heads(x):
+    """(B, h, T, hs) -> (B, T, C): the heads side by side."""
+    B, h, T, hs = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, T, h * hs)  # (B, h, T, hs) -> (B, T, h, hs) -> (B, T, C)
+
+
+# %% nbgrader={"grade": false, "grade_id": "cross_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def cross_attention(x_q, x_kv, mask, Wq, Wk, Wv, Wo, h):
+    """Masked multi-head attention of queries x_q (B, T_q, C) on keys and values from x_kv (B, T_k, C).
+
+    mask: bool, broadcastable to (B, T_q, T_k), True where allowed. Returns (out (B, T_q, C), weights (B, h, T_q, T_k)).
+    """
+    ### BEGIN SOLUTION
+    Q = split_heads(x_q @ Wq, h)  # (B, T_q, C) -> (B, h, T_q, hs)
+    K, V = split_heads(x_kv @ Wk, h), split_heads(x_kv @ Wv, h)  # (B, T_k, C) -> (B, h, T_k, hs) each
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # (B, h, T_q, hs) @ (B, h, hs, T_k) -> (B, h, T_q, T_k)
+    allowed = np.expand_dims(mask, -3)  # (B, T_q, T_k) -> (B, 1, T_q, T_k): the same mask for every head
+    scores = np.where(allowed, scores, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)  # (B, h, T_q, 1); -inf on a fully masked row
+    row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # nothing to subtract there
+    e = np.exp(scores - row_max)  # blocked entries: exp(-inf) = 0
+    total = e.sum(axis=-1, keepdims=True)  # (B, h, T_q, 1): 0 on a fully masked row
+    weights = e / np.where(total > 0, total, 1.0)
+    return merge_heads(weights @ V) @ Wo, weights  # (B, h, T_q, T_k) @ (B, h, T_k, hs) -> (B, T_q, C) @ (C, C)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Two target positions of one sequence and two of another ($T_q = 2$) attend over five source
+# positions ($T_k = 5$), with $C = 8$ and $h = 2$; the second sequence's source has only three
+# tokens, so its last two positions are padding:
+
+# %%
+demo_rng = np.random.default_rng(0)
+x_target = demo_rng.standard_normal((2, 2, 8))  # (B, T_q, C)
+memory_demo = demo_rng.standard_normal((2, 5, 8))  # (B, T_k, C)
+weights_demo = [demo_rng.standard_normal((8, 8)) / np.sqrt(8) for _ in range(4)]  # Wq, Wk, Wv, Wo
+source_valid = np.array([[True] * 5, [True] * 3 + [False] * 2])  # (B, T_k): the second source has 3 tokens
+out_demo, attention_demo = cross_attention(x_target, memory_demo, source_valid[:, None, :], *weights_demo, 2)
+print("x_q:", x_target.shape, "(B, T_q, C)   x_kv:", memory_demo.shape, "(B, T_k, C)   mask:",
+      source_valid[:, None, :].shape, "(B, 1, T_k)")
+print("out:", out_demo.shape, "(B, T_q, C)   weights:", attention_demo.shape, "(B, h, T_q, T_k)")
+print("sequence 1, head 0, weights of each query on the 5 keys:")
+print(np.round(attention_demo[1, 0], 3))
+print("every row sums to 1:", np.allclose(attention_demo.sum(axis=-1), 1.0))
+
+# %% [markdown]
+# The second sequence's rows put exactly 0 on its two padded keys, and still sum to 1 over the
+# three real ones.
+
+# %% nbgrader={"grade": true, "grade_id": "test_cross_attention", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def check_cross_attention(x_q, x_kv, mask, W, h):
+    """Visible check: shapes, the mask, fully masked rows, heads and a uniform case, with hints."""
+    before = [np.array(a, copy=True) for a in (x_q, x_kv, mask, *W)]
+    try:
+        with np.errstate(divide="raise", over="raise", invalid="raise"):
+            result = cross_attention(x_q, x_kv, mask, *W, h)
+    except FloatingPointError as error:
+        raise AssertionError(f"a floating-point warning ({error}): on a fully masked row, max is -inf, and "
+                             "-inf - (-inf) is nan; subtract 0 there instead") from None
+    assert all(np.array_equal(a, b) for a, b in zip((x_q, x_kv, mask, *W), before, strict=True)), (
+        "cross_attention modified its inputs")
+    assert isinstance(result, tuple) and len(result) == 2, "return the pair (out, weights)"
+    out, weights = (np.asarray(r) for r in result)
+    (B, T_q, C), T_k = x_q.shape, x_kv.shape[1]
+    assert out.shape == (B, T_q, C), f"out should be (B, T_q, C) = {(B, T_q, C)}, got {out.shape}"
+    assert weights.shape == (B, h, T_q, T_k), f"weights should be (B, h, T_q, T_k) = {(B, h, T_q, T_k)}, got {weights.shape}"
+    assert np.all(np.isfinite(out)) and np.all(np.isfinite(weights)), "nan or inf in the result"
+    allowed = np.broadcast_to(mask, (B, T_q, T_k))[:, None]  # (B, 1, T_q, T_k)
+    assert np.all(weights[~np.broadcast_to(allowed, weights.shape)] == 0), (
+        "a blocked key got weight: insert the head axis into the mask, (B, T_q, T_k) -> (B, 1, T_q, T_k), "
+        "and set blocked scores to -inf before the softmax")
+    empty = ~allowed.any(axis=-1)  # (B, 1, T_q): rows that allow no key
+    rows = weights.sum(axis=-1)  # (B, h, T_q)
+    assert np.allclose(rows[np.broadcast_to(~empty, rows.shape)], 1.0), "each row that allows a key must sum to 1"
+    assert np.all(out[empty[:, 0]] == 0), "a fully masked row must give output 0"
+    # Heads: the output is the sum of what each head would give alone (Lesson 4), with its blocks of the weights.
+    hs = C // h
+    per_head = [cross_attention(x_q, x_kv, mask, W[0][:, i * hs:(i + 1) * hs], W[1][:, i * hs:(i + 1) * hs],
+                                W[2][:, i * hs:(i + 1) * hs], W[3][i * hs:(i + 1) * hs], 1) for i in range(h)]
+    assert np.allclose(weights, np.concatenate([w for _, w in per_head], axis=1), atol=1e-12), (
+        "head i's weights differ from those of head i computed alone: split the projections into heads with "
+        "split_heads, and scale by sqrt(hs), the head size")
+    assert np.allclose(out, sum(o for o, _ in per_head), atol=1e-12), "out should be Concat(weights @ V) @ Wo"
+    # Queries that are all zero score 0 on every key: the weights are uniform over the allowed keys.
+    _, flat = cross_attention(np.zeros_like(x_q), x_kv, mask, *W, h)
+    uniform = np.broadcast_to(allowed / np.maximum(allowed.sum(axis=-1, keepdims=True), 1), flat.shape)
+    assert np.allclose(flat, uniform, atol=1e-12), "with zero queries every allowed key should get 1 / (allowed keys)"
+
+
+check_rng = np.random.default_rng(3)
+W_check = [check_rng.standard_normal((6, 6)) for _ in range(4)]
+# T_q = 3 queries on T_k = 5 keys; the source padding mask (B, 1, T_k); sequence 1 has no source at all.
+padding = np.array([[True, True, True, False, False], [False] * 5])[:, None, :]  # (2, 1, 5)
+check_cross_attention(check_rng.standard_normal((2, 3, 6)), check_rng.standard_normal((2, 5, 6)), padding, W_check, 2)
+# Self-attention with a causal mask (T, T), one head; large scores.
+x_self = check_rng.standard_normal((1, 4, 6)) * 10
+check_cross_attention(x_self, x_self, np.tril(np.ones((4, 4), dtype=bool)), W_check, 1)
+# Three heads, a mask per query (B, T_q, T_k), T_q > T_k.
+check_cross_attention(check_rng.standard_normal((3, 4, 6)), check_rng.standard_normal((3, 2, 6)),
+                      check_rng.random((3, 4, 2)) < 0.6, W_check, 3)
+print("Exercise 1 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2. The task: reverse a sequence
+#
+# The model will read a sequence of $S$ distinct tokens and write it backwards. Each output token
+# has exactly one source position it must read: output position $t$ is source token $S - 1 - t$.
+# That is the alignment we expect cross-attention to learn, and it can be predicted before any
+# training: the **anti-diagonal** of the `(T_q, T_k)` table.
+#
+# The vocabulary has $V = 16$ tokens: three special ones, `PAD` = 0 (filler after a short
+# sequence), `BOS` = 1 (begin: the decoder's first input) and `EOS` = 2 (end: closes every
+# source), and 13 content tokens 3 … 15. Sources have $S = 2 \dots 8$ content tokens, then `EOS`,
+# then `PAD` up to $S_{\max} + 1 = 9$ positions.
+#
+# **Teacher forcing.** In training the decoder reads the right answer shifted by one, `BOS` followed
+# by the first $S - 1$ target tokens, and predicts the target at every position in one pass; its
+# causal mask keeps position $t$ from seeing the targets it must predict. Targets and decoder inputs
+# have $S_{\max} = 8$ positions; those at $t \ge S$ are padding, and the loss leaves them out.
+
+# %%
+V, PAD, BOS, EOS = 16, 0, 1, 2
+FIRST_TOKEN = 3  # content tokens 3 .. 15
+S_MAX = 8  # the longest source, in content tokens
+LENGTHS = (2, S_MAX)  # source lengths, both ends included
+
+
+def reversal_batch(rng, n, lengths=LENGTHS, distinct=True):
+    """n reversal examples: (source (n, S_MAX + 1), decoder input (n, S_MAX), target (n, S_MAX), lengths (n,))."""
+    S = rng.integers(lengths[0], lengths[1] + 1, size=n)  # (n,)
+    source = np.full((n, S_MAX + 1), PAD)
+    decoder_in, target = np.full((n, S_MAX), PAD), np.full((n, S_MAX), PAD)
+    for b, length in enumerate(S):
+        if distinct:
+            tokens = rng.permutation(np.arange(FIRST_TOKEN, V))[:length]  # (S,): no token twice
+        else:
+            tokens = rng.integers(FIRST_TOKEN, V, size=length)
+        source[b, :length], source[b, length] = tokens, EOS
+        target[b, :length] = tokens[::-1]
+        decoder_in[b, 0], decoder_in[b, 1:length] = BOS, tokens[::-1][:-1]  # the target shifted right by one
+    return source, decoder_in, target, S
+
+
+held_out = reversal_batch(np.random.default_rng(7), 256)  # never trained on
+example = reversal_batch(np.random.default_rng(1), 3)
+for name, array in zip(("source", "decoder input", "target"), example[:3], strict=False):
+    print(f"{name}:", array.shape)
+    for row in array:
+        print("   ", " ".join(f"{t:2d}" for t in row))
+print("source lengths:", example[3], "  held-out set:", held_out[0].shape, "sources, lengths",
+      held_out[3].min(), "to", held_out[3].max())
+
+# %% [markdown]
+# Read the first example column by column: the target is the source backwards, the decoder input is
+# `BOS` and then the target without its last token, and each source ends with `EOS` (2) followed by
+# `PAD` (0).
+#
+# ## 3. The three masks, side by side
+#
+# An encoder–decoder attends three times, and each attention has its own mask:
+#
+# | attention | queries | keys | mask | shape |
+# | --- | --- | --- | --- | --- |
+# | encoder self-attention | source | source | source padding only: every token sees the whole source, before and after it | `(B, 1, S_max + 1)` |
+# | decoder self-attention | target | target | causal: position $t$ sees $0 \dots t$ | `(T, T)` |
+# | cross-attention | target | source (memory) | source padding only | `(B, 1, S_max + 1)` |
+#
+# The encoder is not causal: it reads a source that is given whole, and nothing it computes is
+# predicted from it. The decoder is causal, because in training it must not read the targets it
+# predicts. Cross-attention needs no causal mask: the source is given whole, to every target
+# position. Padding in the target needs no mask of its own: padded positions come after the real
+# ones, so the causal mask already hides them from every real query, and the loss ignores their
+# predictions. The masks of the three examples above:
+
+# %%
+source_ex, decoder_ex = example[0], example[1]
+source_mask = (source_ex != PAD)[:, None, :]  # (B, 1, S_MAX + 1): True on tokens and EOS
+causal = np.tril(np.ones((S_MAX, S_MAX), dtype=bool))  # (T, T)
+print("encoder self-attention mask:", source_mask.shape, "  decoder self-attention mask:", causal.shape,
+      "  cross-attention mask:", source_mask.shape)
+print("allowed keys per sequence (source tokens + EOS):", source_mask.sum(axis=-1)[:, 0])
+
+fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
+b = 0  # the first example
+panels = [(np.broadcast_to(source_mask[b], (S_MAX + 1, S_MAX + 1)), "encoder self-attention: padding only",
+           "source position (query)", "source position (key)"),
+          (causal, "decoder self-attention: causal", "target position (query)", "target position (key)"),
+          (np.broadcast_to(source_mask[b], (S_MAX, S_MAX + 1)), "cross-attention: padding of the source",
+           "target position (query)", "source position (key)")]
+for ax, (allowed, title, ylabel, xlabel) in zip(axes, panels, strict=True):
+    image = ax.imshow(allowed, cmap="Greys_r", vmin=0, vmax=1)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(range(allowed.shape[1]))
+    ax.set_yticks(range(allowed.shape[0]))
+    fig.colorbar(image, ax=ax, ticks=[0, 1], label="1 = may attend, 0 = blocked", shrink=0.8)
+fig.suptitle(f"The three masks of example {b} (source length {example[3][b]}, then EOS, then padding)")
+plt.show()
+
+# %% [markdown]
+# *Figure: white entries may be attended, black ones are blocked. The two padding masks block the
+# same columns (the padded source positions) in every row; the causal mask blocks everything right
+# of the diagonal. The cross-attention table is rectangular: 8 target rows, 9 source columns.*
+#
+# The padded **rows** of the encoder (queries at padded positions) are allowed: their outputs are
+# never read, because every later attention blocks those positions as keys. A source with no tokens
+# at all, whose cross-attention rows allow nothing, would get Exercise 1's zero rows:
+
+# %%
+nothing = np.zeros((2, 1, 5), dtype=bool)  # (B, 1, T_k): no allowed key anywhere
+out_empty, weights_empty = cross_attention(x_target, memory_demo, nothing, *weights_demo, 2)
+print("weights of a source with no tokens, all 0:", bool(np.all(weights_empty == 0)),
+      "  output all 0:", bool(np.all(out_empty == 0)), "  any nan:", bool(np.isnan(out_empty).any()))
+
+# %% [markdown]
+# ## 4. The model
+#
+# ### Given: the parts from earlier lessons
+#
+# **LayerNorm** (Lesson 11), $\text{LN}(x) = \gamma \odot \hat x + \beta$ with
+# $\hat x = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$ over the $C$ features, and its backward pass: for
+# $g = \partial L / \partial\, \text{LN}(x)$ and $\hat g = g \odot \gamma$,
+#
+# $$\frac{\partial L}{\partial x} = \frac{1}{\sqrt{\sigma^2 + \epsilon}}\Big(\hat g - \text{mean}(\hat g) - \hat x \odot \text{mean}(\hat g \odot \hat x)\Big), \qquad
+# \frac{\partial L}{\partial \gamma} = \sum_{\text{rows}} g \odot \hat x, \qquad \frac{\partial L}{\partial \beta} = \sum_{\text{rows}} g .$$
+
+# %%
+# Given: Lesson 1's stable softmax and Lesson 11's LayerNorm, forward and backward.
+def softmax(x, axis=-1):
+    """Numerically stable softmax along `axis` (every row must have a finite entry)."""
+    x = x - x.max(axis=axis, keepdims=True)  # every exponent <= 0
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """LayerNorm over the last axis: x (..., C), gamma and beta (C,) -> (..., C)."""
+    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    var = x.var(axis=-1, keepdims=True)  # (..., 1)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def layer_norm_backward(dout, x, gamma, eps=1e-5):
+    """Gradients of LayerNorm given dout = dL/d(out) (..., C): returns (dx (..., C), dgamma (C,), dbeta (C,))."""
+    rstd = 1 / np.sqrt(x.var(axis=-1, keepdims=True) + eps)  # (..., 1)
+    x_hat = (x - x.mean(axis=-1, keepdims=True)) * rstd  # (..., C)
+    g_hat = dout * gamma  # (..., C)
+    dx = rstd * (g_hat - g_hat.mean(axis=-1, keepdims=True) - x_hat * (g_hat * x_hat).mean(axis=-1, keepdims=True))
+    rows = tuple(range(x.ndim - 1))  # every axis but the features
+    return dx, (dout * x_hat).sum(axis=rows), dout.sum(axis=rows)
+
+
+# %% [markdown]
+# **The backward pass of attention** (Lesson 7), for queries from $x_q$ and keys and values from
+# $x_{kv}$, given the weights $A$ of the forward pass and $G = \partial L / \partial\, \text{out}$.
+# Masked entries have weight 0, so their gradient is 0 with no special case:
+#
+# $$dA = dO\, V^\top, \quad dV = A^\top dO, \quad dS = A \odot \big(dA - \textstyle\sum_{\text{keys}} A \odot dA\big), \quad
+# dQ = \frac{dS\, K}{\sqrt{hs}}, \quad dK = \frac{dS^\top Q}{\sqrt{hs}},$$
+#
+# with $dO = \text{split}(G W_o^\top)$ per head. The gradient reaches $x_q$ through $W_q$ and
+# $x_{kv}$ through $W_k$ and $W_v$; in self-attention ($x_q = x_{kv}$) the two add up.
+
+# %%
+# Given: Lesson 7's backward pass, for queries and keys/values from two inputs.
+def attention_backward(dout, x_q, x_kv, weights, Wq, Wk, Wv, Wo):
+    """Gradients of out = Concat(weights V) Wo given dout (B, T_q, C).
+
+    Returns (dx_q (B, T_q, C), dx_kv (B, T_k, C), {"Wq", "Wk", "Wv", "Wo": (C, C)}).
+    """
+    (B, T_q, C), T_k, h = x_q.shape, x_kv.shape[1], weights.shape[1]
+    hs = C // h
+    Q, K, V_ = split_heads(x_q @ Wq, h), split_heads(x_kv @ Wk, h), split_heads(x_kv @ Wv, h)  # (B, h, T, hs)
+    concat = merge_heads(weights @ V_).reshape(B * T_q, C)  # (B, h, T_q, hs) -> (B*T_q, C)
+    dper_head = split_heads(dout @ Wo.T, h)  # (B, T_q, C) -> (B, h, T_q, hs)
+    dweights = dper_head @ np.swapaxes(V_, -1, -2)  # (B, h, T_q, hs) @ (B, h, hs, T_k) -> (B, h, T_q, T_k)
+    dV = np.swapaxes(weights, -1, -2) @ dper_head  # (B, h, T_k, T_q) @ (B, h, T_q, hs) -> (B, h, T_k, hs)
+    dscores = weights * (dweights - (dweights * weights).sum(axis=-1, keepdims=True))  # (B, h, T_q, T_k)
+    dQ = merge_heads(dscores @ K / np.sqrt(hs)).reshape(B * T_q, C)  # (B, h, T_q, hs) -> (B*T_q, C)
+    dK = merge_heads(np.swapaxes(dscores, -1, -2) @ Q / np.sqrt(hs)).reshape(B * T_k, C)  # -> (B*T_k, C)
+    dV = merge_heads(dV).reshape(B * T_k, C)  # (B, h, T_k, hs) -> (B*T_k, C)
+    q_rows, kv_rows = x_q.reshape(B * T_q, C), x_kv.reshape(B * T_k, C)
+    grads = {"Wq": q_rows.T @ dQ, "Wk": kv_rows.T @ dK, "Wv": kv_rows.T @ dV,  # (C, rows) @ (rows, C) -> (C, C)
+             "Wo": concat.T @ dout.reshape(B * T_q, C)}
+    return (dQ @ Wq.T).reshape(B, T_q, C), (dK @ Wk.T + dV @ Wv.T).reshape(B, T_k, C), grads
+
+
+# %% [markdown]
+# **The loss and Adam** (Lessons 9 and 12). The loss is the mean cross-entropy over the real target
+# positions only, $N = \sum_b S_b$ of them, with $p = \text{softmax}(z)$:
+#
+# $$L = \frac{1}{N} \sum_{b,\ t < S_b} -\log p_{bt, y_{bt}}, \qquad
+# \frac{\partial L}{\partial z_{btk}} = \frac{[t < S_b]}{N}\big(p_{btk} - [k = y_{bt}]\big),$$
+#
+# $$m \leftarrow \beta_1 m + (1 - \beta_1) g, \quad v \leftarrow \beta_2 v + (1 - \beta_2) g^2, \quad
+# \theta \leftarrow \theta - \eta \, \frac{m / (1 - \beta_1^t)}{\sqrt{v / (1 - \beta_2^t)} + \epsilon} .$$
+
+# %%
+# Given: the masked cross-entropy and Lesson 9's Adam.
+def masked_cross_entropy(logits, targets, real):
+    """Mean cross-entropy over the positions where real (B, T) is True: (loss, dlogits (B, T, V))."""
+    z = logits - logits.max(axis=-1, keepdims=True)  # (B, T, V)
+    log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))  # (B, T, V)
+    one_hot = np.eye(logits.shape[-1])[targets]  # (B, T, V)
+    n = real.sum()
+    loss = float(-(log_p * one_hot).sum(axis=-1)[real].sum() / n)
+    return loss, (np.exp(log_p) - one_hot) * real[..., None] / n
+
+
+def adam_init(params):
+    """Adam's state before the first step: t = 0, m = v = 0 for every parameter."""
+    return {"t": 0, "m": {k: np.zeros_like(p) for k, p in params.items()},
+            "v": {k: np.zeros_like(p) for k, p in params.items()}}
+
+
+def adam_step(params, grads, state, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    """One Adam step on dicts of arrays: returns (new_params, new_state); the inputs are left unchanged."""
+    beta1, beta2 = betas
+    t = state["t"] + 1
+    m = {k: beta1 * state["m"][k] + (1 - beta1) * grads[k] for k in params}
+    v = {k: beta2 * state["v"][k] + (1 - beta2) * grads[k] ** 2 for k in params}
+    new_params = {k: params[k] - lr * (m[k] / (1 - beta1 ** t)) / (np.sqrt(v[k] / (1 - beta2 ** t)) + eps)
+                  for k in params}
+    return new_params, {"t": t, "m": m, "v": v}
+
+
+# %% [markdown]
+# ### One encoder block, one decoder block
+#
+# Both blocks are pre-norm (Lesson 11) and attention-only, as in Lesson 12: reversal needs only to
+# find the right source position and copy its token, which attention does (an MLP would double the
+# cost of every step). One token embedding $E$ `(V, C)` serves both sides, and each side has its
+# own learned positions, $P_{\text{enc}}$ `(S_max + 1, C)` and $P_{\text{dec}}$ `(S_max, C)`.
+#
+# **Encoder.** Source tokens `(B, S_max + 1)`, padding mask $m$ `(B, 1, S_max + 1)`:
+#
+# $$x = E[\text{source}] + P_{\text{enc}}, \qquad x \leftarrow x + \text{Attn}_{\text{enc}}\big(\text{LN}_1(x), \text{LN}_1(x), m\big), \qquad
+# M = \text{LN}_{\text{enc}}(x) \ \ (B, S_{\max} + 1, C).$$
+#
+# **Decoder.** Decoder inputs `(B, T)`, causal mask $c$ `(T, T)`:
+#
+# $$y = E[\text{input}] + P_{\text{dec}}, \qquad y \leftarrow y + \text{Attn}_{\text{self}}\big(\text{LN}_1(y), \text{LN}_1(y), c\big), \qquad
+# y \leftarrow y + \text{Attn}_{\text{cross}}\big(\text{LN}_2(y), M, m\big), \qquad \text{logits} = \text{LN}_f(y)\, U .$$
+#
+# Every attention is your `cross_attention`, with its own four weights and its own mask. The
+# parameters are one flat dict: `"E"`, `"P_enc"`, `"P_dec"`; the encoder's `"enc.ln1_gamma"`,
+# `"enc.ln1_beta"`, `"enc.Wq"` … `"enc.Wo"` and the memory's LayerNorm `"enc.lnf_gamma"`,
+# `"enc.lnf_beta"`; the decoder's `"dec.ln1_…"`, `"dec.Wq"` … `"dec.Wo"` (self-attention),
+# `"dec.ln2_…"`, `"dec.cross_Wq"` … `"dec.cross_Wo"` (cross-attention), `"lnf_…"` and `"U"` `(C, V)`.
+
+# %%
+C, H = 32, 2  # width, heads (head size 16)
+ATTENTIONS = {"enc.": "encoder self-attention", "dec.": "decoder self-attention", "dec.cross_": "cross-attention"}
+
+
+def init_model(rng, vocab=V, s_max=S_MAX, width=C):
+    """Parameters of the encoder-decoder: a flat {name: array} dict."""
+    std = 1 / np.sqrt(width)
+    params = {"E": rng.standard_normal((vocab, width)), "P_enc": rng.standard_normal((s_max + 1, width)),
+              "P_dec": rng.standard_normal((s_max, width))}
+    for prefix in ATTENTIONS:
+        for name in ("Wq", "Wk", "Wv", "Wo"):
+            params[prefix + name] = rng.standard_normal((width, width)) * std
+    for norm in ("enc.ln1", "enc.lnf", "dec.ln1", "dec.ln2", "lnf"):
+        params[norm + "_gamma"], params[norm + "_beta"] = np.ones(width), np.zeros(width)
+    params["U"] = rng.standard_normal((width, vocab)) * std
+    return params
+
+
+def weights_of(params, prefix):
+    """The four weights of one attention: [Wq, Wk, Wv, Wo]."""
+    return [params[prefix + name] for name in ("Wq", "Wk", "Wv", "Wo")]
+
+
+def encode(params, source, h):
+    """The encoder: source (B, S) -> (memory (B, S, C), cache)."""
+    S = source.shape[1]
+    mask = (source != PAD)[:, None, :]  # (B, 1, S): padding only
+    x = params["E"][source] + params["P_enc"][:S]  # (B, S, C)
+    a = layer_norm(x, params["enc.ln1_gamma"], params["enc.ln1_beta"])
+    out, weights = cross_attention(a, a, mask, *weights_of(params, "enc."), h)  # self-attention: keys from a too
+    x1 = x + out
+    memory = layer_norm(x1, params["enc.lnf_gamma"], params["enc.lnf_beta"])  # (B, S, C)
+    return memory, dict(source=source, mask=mask, x=x, a=a, enc_weights=weights, x1=x1, memory=memory)
+
+
+def seq2seq_forward(params, source, decoder_in, h):
+    """Teacher-forced forward pass: logits (B, T, V) for decoder_in (B, T), and the cache of every step."""
+    memory, cache = encode(params, source, h)
+    T = decoder_in.shape[1]
+    y = params["E"][decoder_in] + params["P_dec"][:T]  # (B, T, C)
+    b1 = layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
+    out, self_weights = cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)), *weights_of(params, "dec."), h)
+    y1 = y + out
+    b2 = layer_norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
+    out, cross_weights = cross_attention(b2, memory, cache["mask"], *weights_of(params, "dec.cross_"), h)
+    y2 = y1 + out
+    yf = layer_norm(y2, params["lnf_gamma"], params["lnf_beta"])
+    cache.update(decoder_in=decoder_in, y=y, b1=b1, self_weights=self_weights, y1=y1, b2=b2,
+                 cross_weights=cross_weights, y2=y2, yf=yf)
+    return yf @ params["U"], cache  # (B, T, C) @ (C, V) -> (B, T, V)
+
+
+params_init = init_model(np.random.default_rng(0))
+logits_init, cache_init = seq2seq_forward(params_init, *held_out[:2], H)
+print("logits:", logits_init.shape, "(B, T, V)   encoder weights:", cache_init["enc_weights"].shape,
+      "  decoder self weights:", cache_init["self_weights"].shape, "  cross weights:", cache_init["cross_weights"].shape)
+print(f"parameters: {sum(p.size for p in params_init.values()):,} in {len(params_init)} arrays")
+real_held = held_out[2] != PAD  # (256, 8): the real target positions
+print(f"loss at init: {masked_cross_entropy(logits_init, held_out[2], real_held)[0]:.3f}   log V = {np.log(V):.3f}")
+
+# %% [markdown]
+# Of the 14,176 parameters, 12,288 are the twelve `(C, C)` weights of the three attentions; the
+# embeddings, the unembedding and the five LayerNorms hold the rest. The three weight tensors have
+# the shapes of the masks' table above: `(S_max + 1, S_max + 1)`
+# per head in the encoder, `(T, T)` in the decoder's self-attention, `(T, S_max + 1)` in
+# cross-attention. At initialisation the loss is a little above $\log V$, the loss of a uniform
+# guess over the 16 tokens: the initial logits are spread (about 1 either side of their mean) but
+# not yet informative.
+#
+# ### The backward pass
+#
+# The backward pass runs the forward pass in reverse. The only new path is the memory's: the
+# gradient that cross-attention sends to its keys and values, $\partial L / \partial M$, flows back
+# through the encoder, which gets no other gradient. The residual paths add up as in Lesson 12, and
+# the shared embedding $E$ collects gradient from both sides (`np.add.at`, as repeated rows add up).
+# The whole pass is given:
+
+# %%
+# Given: the backward pass through the whole model.
+def seq2seq_backward(params, cache, dlogits):
+    """Gradients {name: array like params[name]} of the loss, given dlogits (B, T, V)."""
+    B, T, vocab = dlogits.shape
+    width = params["U"].shape[0]
+    grads = {"U": cache["yf"].reshape(B * T, width).T @ dlogits.reshape(B * T, vocab)}  # (C, B*T) @ (B*T, V)
+    dy2, grads["lnf_gamma"], grads["lnf_beta"] = layer_norm_backward(dlogits @ params["U"].T, cache["y2"],
+                                                                     params["lnf_gamma"])
+    db2, dmemory, dW = attention_backward(dy2, cache["b2"], cache["memory"], cache["cross_weights"],
+                                          *weights_of(params, "dec.cross_"))
+    grads.update({"dec.cross_" + k: g for k, g in dW.items()})
+    dy1, grads["dec.ln2_gamma"], grads["dec.ln2_beta"] = layer_norm_backward(db2, cache["y1"], params["dec.ln2_gamma"])
+    dy1 = dy2 + dy1  # the residual path and the path through cross-attention
+    dq, dkv, dW = attention_backward(dy1, cache["b1"], cache["b1"], cache["self_weights"], *weights_of(params, "dec."))
+    grads.update({"dec." + k: g for k, g in dW.items()})
+    dy, grads["dec.ln1_gamma"], grads["dec.ln1_beta"] = layer_norm_backward(dq + dkv, cache["y"], params["dec.ln1_gamma"])
+    dy = dy1 + dy
+    dx1, grads["enc.lnf_gamma"], grads["enc.lnf_beta"] = layer_norm_backward(dmemory, cache["x1"],
+                                                                             params["enc.lnf_gamma"])
+    dq, dkv, dW = attention_backward(dx1, cache["a"], cache["a"], cache["enc_weights"], *weights_of(params, "enc."))
+    grads.update({"enc." + k: g for k, g in dW.items()})
+    dx, grads["enc.ln1_gamma"], grads["enc.ln1_beta"] = layer_norm_backward(dq + dkv, cache["x"], params["enc.ln1_gamma"])
+    dx = dx1 + dx
+    grads["E"] = np.zeros_like(params["E"])
+    np.add.at(grads["E"], cache["source"], dx)  # (B, S, C) into the rows of the source tokens
+    np.add.at(grads["E"], cache["decoder_in"], dy)  # (B, T, C) into the rows of the decoder inputs
+    grads["P_enc"], grads["P_dec"] = np.zeros_like(params["P_enc"]), np.zeros_like(params["P_dec"])
+    grads["P_enc"][:dx.shape[1]], grads["P_dec"][:T] = dx.sum(axis=0), dy.sum(axis=0)  # (B, T, C) -> (T, C)
+    return grads
+
+
+# %% [markdown]
+# A finite-difference check at float64, on a small model (vocabulary 7, sources of up to 3 tokens,
+# width 8, 2 heads) with LayerNorm weights drawn at random, one source padded: for 3 entries of every
+# parameter tensor, $\partial L/\partial\theta_i \approx \big(L(\theta + \epsilon e_i) - L(\theta - \epsilon e_i)\big)/2\epsilon$
+# with $\epsilon = 10^{-6}$, against the backward pass.
+
+# %%
+def small_model(seed, vocab=7, s_max=3, width=8):
+    """A small model with every parameter, LayerNorm weights included, drawn at random."""
+    rng = np.random.default_rng(seed=seed)
+    params = init_model(rng, vocab, s_max, width)
+    for name in params:
+        if "_gamma" in name or "_beta" in name:
+            params[name] = params[name] + 0.5 * rng.standard_normal(width)
+    return params
+
+
+grad_params = small_model(5)
+grad_source = np.array([[3, 4, 5, EOS], [6, EOS, PAD, PAD]])  # (2, 4): the second source is padded
+grad_decoder_in, grad_target = np.array([[BOS, 5, 4], [BOS, PAD, PAD]]), np.array([[5, 4, 3], [6, PAD, PAD]])
+grad_real = grad_target != PAD
+
+
+def loss_of(params):
+    return masked_cross_entropy(seq2seq_forward(params, grad_source, grad_decoder_in, 2)[0], grad_target, grad_real)[0]
+
+
+logits_small, cache_small = seq2seq_forward(grad_params, grad_source, grad_decoder_in, 2)
+analytic = seq2seq_backward(grad_params, cache_small, masked_cross_entropy(logits_small, grad_target, grad_real)[1])
+entry_rng = np.random.default_rng(6)
+worst = 0.0
+for name, value in grad_params.items():
+    for flat in entry_rng.choice(value.size, size=3, replace=False):
+        index = np.unravel_index(flat, value.shape)
+        plus, minus = dict(grad_params), dict(grad_params)
+        plus[name], minus[name] = value.copy(), value.copy()
+        plus[name][index] += 1e-6
+        minus[name][index] -= 1e-6
+        numeric = (loss_of(plus) - loss_of(minus)) / 2e-6
+        worst = max(worst, abs(numeric - analytic[name][index]) / max(np.abs(analytic[name]).max(), 1e-12))
+print(f"{3 * len(grad_params)} entries in {len(grad_params)} tensors: largest error / largest gradient entry "
+      f"below 1e-6: {worst < 1e-6}")
+
+# %% [markdown]
+# ## 5. Measuring the alignment
+#
+# For reversal we know where each output position should look: output $t$ of a source of $S$
+# tokens reads source position $S - 1 - t$. The **reversal alignment** of a head is the mean weight
+# it puts there, over every real output position of every sequence:
+#
+# $$\text{alignment}_h = \frac{1}{N} \sum_b \sum_{t=0}^{S_b - 1} A_{b,h,t,\,S_b - 1 - t}, \qquad N = \sum_b S_b .$$
+#
+# It is 1 for a head that puts all its weight on the right position at every step, and it measures
+# both where the head looks and how sharply: a head that spreads its weight evenly over the $S + 1$
+# allowed keys scores $1/(S + 1)$.
+#
+# ### Exercise 2: `reversal_alignment` (3 points)
+#
+# Write `reversal_alignment(weights, lengths)`: `weights` `(B, h, T_q, T_k)` cross-attention weights
+# and `lengths` `(B,)` the sources' numbers of tokens $S_b \ge 1$ (`EOS` not counted), with
+# $T_q \ge S_b$ and $T_k \ge S_b + 1$. Return an array `(h,)`, one score per head, as defined above:
+# one mean over all $N$ real output positions together (not a mean of per-sequence means, which
+# would count a short sequence's positions more). Two mistakes are common: counting the key from
+# the end of the padded table, $T_k - 2 - t$, which is right only for a source of the longest
+# length, instead of from each sequence's own length, and counting the padded output positions
+# $t \ge S_b$.
+
+# %% nbgrader={"grade": false, "grade_id": "reversal_alignment", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def reversal_alignment(weights, lengths):
+    """Mean weight of output t on source position S_b - 1 - t over every real output: (B, h, T_q, T_k) -> (h,)."""
+    ### BEGIN SOLUTION
+    lengths = np.asarray(lengths)
+    t = np.arange(weights.shape[2])  # (T_q,)
+    real = t[None, :] < lengths[:, None]  # (B, T_q): the real output positions
+    key = np.clip(lengths[:, None] - 1 - t[None, :], 0, None)  # (B, T_q): the source position each should read
+    picked = np.take_along_axis(weights, key[:, None, :, None], axis=-1)[..., 0]  # (B, h, T_q, 1) -> (B, h, T_q)
+    return (picked * real[:, None, :]).sum(axis=(0, 2)) / real.sum()  # (h,)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_reversal_alignment", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def check_reversal_alignment(weights, lengths, expected):
+    """Visible check with a hint for the usual mistakes."""
+    before = weights.copy(), np.array(lengths, copy=True)
+    score = reversal_alignment(weights, lengths)
+    assert np.array_equal(weights, before[0]) and np.array_equal(lengths, before[1]), "the inputs were modified"
+    score = np.asarray(score, dtype=float)
+    assert score.shape == (weights.shape[1],), f"one score per head: shape {(weights.shape[1],)}, got {score.shape}"
+    assert np.allclose(score, expected, atol=1e-12), (
+        f"got {score}, expected {expected}: output t of a source of S tokens reads source position S - 1 - t "
+        "(S is that sequence's length, not the padded width), and only the outputs t < S count, all in one mean")
+
+
+def one_hot_weights(lengths, T_q, T_k, key_of, h=1):
+    """(B, h, T_q, T_k) weights whose query t puts all its weight on key key_of(S, t) (clipped to 0 .. T_k - 1)."""
+    weights = np.zeros((len(lengths), h, T_q, T_k))
+    for b, S in enumerate(lengths):
+        for t in range(T_q):
+            weights[b, :, t, min(max(key_of(S, t), 0), T_k - 1)] = 1.0
+    return weights
+
+
+# The exact reversal, two sources of different lengths in padded tables: 1 (the padded outputs read key 0).
+check_reversal_alignment(one_hot_weights([3, 5], 6, 7, lambda S, t: S - 1 - t), np.array([3, 5]), [1.0])
+# Counted from the end of the padded table (T_k = 5: EOS at 4 for the longest source, key 3 - t for all):
+# right for the source of length 4 only, 4 of the 6 real outputs.
+check_reversal_alignment(one_hot_weights([2, 4], 4, 5, lambda S, t: 3 - t), np.array([2, 4]), [4 / 6])
+# The diagonal (output t on source t) hits the reversal key only in the middle of an odd length: S = 3, t = 1.
+check_reversal_alignment(one_hot_weights([3], 3, 4, lambda S, t: t, h=2), np.array([3]), [1 / 3, 1 / 3])
+# Uniform over the S + 1 allowed keys, S = 1 and S = 3 pooled: (1 * 1/2 + 3 * 1/4) / 4.
+uniform = np.zeros((2, 1, 3, 4))
+uniform[0, :, :, :2], uniform[1, :, :, :4] = 1 / 2, 1 / 4
+check_reversal_alignment(uniform, np.array([1, 3]), [(1 / 2 + 3 / 4) / 4])
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Before training, the cross-attention of the model at initialisation and the score of a head that
+# spreads its weight evenly over the real keys, on the 256 held-out sources:
+
+# %%
+uniform_rows = (held_out[0] != PAD)[:, None, None, :] / (held_out[3] + 1)[:, None, None, None]  # (B, 1, 1, S+1)
+uniform_score = float(reversal_alignment(np.broadcast_to(uniform_rows, (256, 1, S_MAX, S_MAX + 1)), held_out[3])[0])
+print(f"reversal alignment at init, per head: {np.round(reversal_alignment(cache_init['cross_weights'], held_out[3]), 3)}")
+print(f"a head with uniform weights over the S + 1 real keys: {uniform_score:.3f}")
+
+# %% [markdown]
+# At initialisation both heads score close to the uniform head: they spread their weight.
+#
+# ## 6. Training
+#
+# Each step draws a fresh batch of 32 examples, runs the teacher-forced forward pass, the masked
+# loss and the backward pass, and takes one Adam step with learning rate $10^{-2}$. Every 20 steps
+# the model is evaluated on the 256 held-out examples: the **token accuracy** (the share of real
+# target positions whose most likely token is right, with teacher forcing) and each cross-attention
+# head's reversal alignment (Exercise 2).
+
+# %%
+BATCH, LR, EVAL_EVERY = 32, 1e-2, 20
+
+
+def evaluate(params, data=held_out):
+    """(loss, token accuracy, reversal alignment per head (h,)) on a set of examples, teacher-forced."""
+    source, decoder_in, target, lengths = data
+    logits, cache = seq2seq_forward(params, source, decoder_in, H)
+    real = target != PAD
+    loss = masked_cross_entropy(logits, target, real)[0]
+    return loss, float((logits.argmax(axis=-1) == target)[real].mean()), reversal_alignment(cache["cross_weights"], lengths)
+
+
+def train(params, steps, data_seed, eval_every=EVAL_EVERY):
+    """Adam on fresh batches from default_rng(data_seed); returns (params, history of the evaluations)."""
+    data_rng = np.random.default_rng(data_seed)
+    state = adam_init(params)
+    history = {"step": [], "loss": [], "accuracy": [], "alignment": []}
+    for step in range(steps + 1):
+        if step % eval_every == 0 or step == steps:
+            for key, value in zip(("step", "loss", "accuracy", "alignment"), (step, *evaluate(params)), strict=True):
+                history[key].append(value)
+        if step == steps:
+            break
+        source, decoder_in, target, _ = reversal_batch(data_rng, BATCH)
+        logits, cache = seq2seq_forward(params, source, decoder_in, H)
+        _, dlogits = masked_cross_entropy(logits, target, target != PAD)
+        params, state = adam_step(params, seq2seq_backward(params, cache, dlogits), state, LR)
+    return params, {k: np.array(v) for k, v in history.items()}
+
+
+STEPS = demo_size(full=300, small=20)
+cpu_start, wall_start = time.process_time(), time.perf_counter()
+params_trained, history = train(init_model(np.random.default_rng(0)), STEPS, data_seed=100)
+main_cpu, main_wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+for i in np.flatnonzero(history["step"] % 100 == 0):
+    print(f"step {history['step'][i]:4d}   held-out loss {history['loss'][i]:.3f}   token accuracy "
+          f"{history['accuracy'][i]:.3f}   alignment per head {np.round(history['alignment'][i], 2)}")
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
+_ = axes[0].plot(history["step"], history["accuracy"], color="tab:blue", label="token accuracy (teacher forcing)")
+_ = axes[0].axhline(1 / (V - FIRST_TOKEN), color="gray", linestyle=":", label="a uniform guess among the 13 content tokens")
+axes[0].set_ylim(0, 1.02)
+axes[0].set_title("Held-out token accuracy")
+axes[0].set_xlabel("training step")
+axes[0].set_ylabel("share of real target positions right")
+axes[0].legend(loc="lower right")
+for head in range(H):
+    _ = axes[1].plot(history["step"], history["alignment"][:, head], linestyle=("-", "--")[head], color="tab:green",
+                     label=f"cross-attention head {head}")
+_ = axes[1].axhline(uniform_score, color="gray", linestyle=":", label="uniform weights over the real keys")
+axes[1].set_ylim(0, 1.02)
+axes[1].set_title("Reversal alignment of each head (held-out)")
+axes[1].set_xlabel("training step")
+axes[1].set_ylabel("mean weight on source position S - 1 - t")
+axes[1].legend(loc="lower right")
+fig.suptitle(f"Training the encoder-decoder on reversal ({STEPS} steps, init default_rng(0))")
+plt.show()
+
+# %% [markdown]
+# *Figure: left, the held-out token accuracy against the training step; right, the reversal
+# alignment of both cross-attention heads over the same steps, with the score of uniform weights.*
+#
+# In the 300-step run (the printed lines), the accuracy climbs from chance to all but perfect within
+# the first two hundred steps, and the alignment of both heads climbs with it, and keeps sharpening
+# after the accuracy has levelled off: the model gets the tokens right by reading the right source
+# positions, and goes on concentrating its weight on them.
+#
+# One run is one draw. The next cell trains the same model from other initialisations, on other
+# batches, and counts how often it gets there: a token accuracy of at least 0.99 with some head's
+# alignment above 0.8.
+
+# %%
+SEEDS = demo_size(full=4, small=1)
+print(f"{SEEDS} more runs of {STEPS} steps: init default_rng(s), batches default_rng(100 + s), for s = 1 .. {SEEDS}")
+finals = [(history["accuracy"][-1], history["alignment"][-1].max())]
+for seed in range(1, SEEDS + 1):
+    _, history_seed = train(init_model(np.random.default_rng(seed=seed)), STEPS, data_seed=100 + seed, eval_every=STEPS)
+    finals.append((history_seed["accuracy"][-1], history_seed["alignment"][-1].max()))
+    print(f"seed {seed}: token accuracy {finals[-1][0]:.3f}, best head's alignment {finals[-1][1]:.2f}")
+reached = sum(accuracy >= 0.99 and alignment > 0.8 for accuracy, alignment in finals)
+print(f"accuracy >= 0.99 and an alignment above 0.8: {reached} of {len(finals)} runs (main run included)")
+
+# %% [markdown]
+# The count is the result to trust, not the one curve drawn. With 300 steps every run printed above
+# gets there; how quickly varies from run to run.
+#
+# ## 7. The alignment, before and after training
+#
+# Cross-attention of both heads on three held-out sources of lengths 3, 5 and 8, at initialisation
+# and after training. Each panel shows the real part of the table: the $S$ output positions (rows)
+# and the $S + 1$ source positions with `EOS` (columns); the ticks carry the tokens.
+
+# %%
+picks = [int(np.flatnonzero(held_out[3] == S)[0]) for S in (3, 5, 8)]  # one held-out source of each length
+shown = tuple(array[picks] for array in held_out)
+
+
+def draw_cross_attention(params, title):
+    """Both heads' cross-attention on the three sources of `shown`: a grid of heatmaps, heads by rows."""
+    source, decoder_in, target, lengths = shown
+    _, cache = seq2seq_forward(params, source, decoder_in, H)
+    fig, axes = plt.subplots(H, len(lengths), figsize=(14, 8.6))
+    for head in range(H):
+        for col, S in enumerate(lengths):
+            ax = axes[head, col]
+            table = cache["cross_weights"][col, head, :S, :S + 1]  # (S, S + 1): real outputs, real keys
+            image = ax.imshow(table, vmin=0, vmax=1, cmap="viridis")
+            if full_demos():  # each cell's weight
+                for (i, j), value in np.ndenumerate(table):
+                    ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=6,
+                            color="black" if value > 0.6 else "white")
+            ax.set_xticks(range(S + 1), [f"{j}:{token}" for j, token in enumerate(source[col, :S + 1])], fontsize=7)
+            ax.set_yticks(range(S), [f"{t}:{token}" for t, token in enumerate(target[col, :S])], fontsize=7)
+            ax.set_xlabel("key position : source token")
+            ax.set_ylabel("query (output) position : target")
+            ax.set_title(f"head {head}, source length {S}", fontsize=10)
+    fig.colorbar(image, ax=axes, label="attention weight", shrink=0.6)  # one scale, 0 to 1, for every panel
+    fig.suptitle(title)
+    plt.show()
+
+
+draw_cross_attention(params_init, "Cross-attention at initialisation")
+
+# %% [markdown]
+# *Figure: at initialisation every output position spreads its weight over the source, in both
+# heads and at every length; no structure follows the task.*
+
+# %%
+draw_cross_attention(params_trained, f"Cross-attention after {STEPS} steps of training")
+
+# %% [markdown]
+# *Figure: after training, look for the bright anti-diagonal: output 0 reads the last token,
+# output $S - 1$ the first, at every length. Compare the target token on each row's tick with the
+# source token on the column it lights up: they are the same token.*
+#
+# ### How does a query find its key?
+#
+# The decoder's query at output $t$ is built from what the decoder has read: the previous output
+# token, and its own position $t$. Its position alone cannot name the right key, because the right
+# key, $S - 1 - t$, depends on the length of the source, which the decoder's position does not know. But
+# the previous output token can: it is source token $S - t$, and the key it needs is the one just
+# before it. An encoder that writes into each position $j$ **the token that follows it**, $x_{j+1}$,
+# makes that key findable by content: the query "I just wrote token $u$" matches the key "my next
+# token is $u$". For the first output, whose input is `BOS`, the key to find is the last token,
+# the one followed by `EOS`.
+#
+# Two measurements test that explanation. First, how much weight each encoder head puts on the next
+# position ($j \to j + 1$, over the real tokens $j < S$). Second, the accuracy on sources in which a
+# token may occur twice: there, "the key whose next token is $u$" can be two keys, and reading by
+# content must sometimes go wrong.
+
+# %%
+_, cache_trained = seq2seq_forward(params_trained, *held_out[:2], H)
+enc = cache_trained["enc_weights"]  # (B, h, S+1, S+1)
+pairs = [(b, j) for b in range(len(held_out[3])) for j in range(held_out[3][b])]  # every real token j < S_b
+next_score = np.mean([enc[b, :, j, j + 1] for b, j in pairs], axis=0)  # (h,)
+previous_score = np.mean([enc[b, :, j, j - 1] for b, j in pairs if j > 0], axis=0)
+print(f"encoder heads, mean weight on the next position j + 1: {np.round(next_score, 2)}; "
+      f"on the previous position j - 1: {np.round(previous_score, 2)}")
+repeats = reversal_batch(np.random.default_rng(8), 256, distinct=False)
+with_repeat = np.array([len(set(row[:S])) < S for row, S in zip(repeats[0], repeats[3], strict=True)])
+_, accuracy_distinct, _ = evaluate(params_trained)
+print(f"token accuracy, distinct tokens (held-out): {accuracy_distinct:.3f}")
+print(f"token accuracy, tokens drawn with repeats: {evaluate(params_trained, repeats)[1]:.3f} "
+      f"({with_repeat.sum()} of 256 sources hold a token twice)")
+print(f"  on the sources with a repeated token only: "
+      f"{evaluate(params_trained, tuple(a[with_repeat] for a in repeats))[1]:.3f}")
+
+# %% [markdown]
+# In the 300-step run, the encoder heads put much of their weight on the next position and almost
+# none on the previous one, and the model that reverses distinct tokens perfectly makes mistakes on
+# the sources that hold a token twice: both are what reading by content predicts, and what a model
+# that found its key by position alone would not show.
+#
+# ## 8. Greedy decoding, and what the encoder's keys and values save
+#
+# Without the target, the decoder writes one token at a time: `BOS` first, then each token it has
+# just chosen (the most likely one, **greedy** decoding). Two kinds of keys and values are at work:
+#
+# - **cross-attention**: $K = M W_k$ and $V = M W_v$ depend on the source only. The encoder runs
+#   once per source, and these keys and values are computed once and read at every step;
+# - **decoder self-attention**: the keys and values of the positions already fed never change under
+#   the causal mask, so they are cached (Lessons 6 and 12), and each step adds one row.
+#
+# One step at position $t$, for a batch of $B$ sequences with tokens $u$ `(B,)`:
+#
+# $$y = E[u] + P_{\text{dec}}[t], \quad a = \text{LN}_1(y),\quad q, k, v = a W_q, a W_k, a W_v \ (B, h, 1, hs), \quad
+# K_s \leftarrow [K_s; k],\ V_s \leftarrow [V_s; v],$$
+#
+# $$y \leftarrow y + \text{Concat}\Big(\text{softmax}\big(q K_s^\top / \sqrt{hs}\big) V_s\Big) W_o, \qquad
+# y \leftarrow y + \text{Concat}\Big(\text{softmax}_{m}\big(q_c K_c^\top / \sqrt{hs}\big) V_c\Big) W_o^{c}, \quad q_c = \text{LN}_2(y)\, W_q^c,$$
+#
+# $$\text{logits} = \text{LN}_f(y)\, U \ \ (B, V),$$
+#
+# where $K_c, V_c$ `(B, h, S_max + 1, hs)` are the cross-attention keys and values and
+# $\text{softmax}_m$ blocks the padded source positions. The self-attention step needs no mask: the
+# cache holds only positions $0 \dots t$.
+#
+# ### Exercise 3: `decoder_step` (5 points)
+#
+# Write `decoder_step(params, tokens, cache, cross_kv, source_valid)`:
+#
+# - `params`: the decoder's parameters only (as `decoder_params` below returns): `"E"`, `"P_dec"`,
+#   `"dec.ln1_…"`, `"dec.Wq"` … `"dec.Wo"`, `"dec.ln2_…"`, `"dec.cross_Wq"`, `"dec.cross_Wo"`,
+#   `"lnf_…"`, `"U"`. There is no `"dec.cross_Wk"` nor `"dec.cross_Wv"`: they did their work once,
+#   in `cross_kv`;
+# - `tokens`: int array `(B,)`, fed at position $t$, the number of positions in the cache;
+# - `cache`: the pair `(K_self, V_self)`, each `(B, h, t, hs)`; at the first step $t = 0$;
+# - `cross_kv`: the pair `(K_cross, V_cross)`, each `(B, h, S, hs)`;
+# - `source_valid`: bool `(B, S)`, `True` on the real source positions (at least one per sequence).
+#
+# Return `(logits, cache)`: `logits` `(B, V)` and a new pair `(K_self, V_self)`, each
+# `(B, h, t + 1, hs)`. The inputs are not modified. The head count is the cache's.
+
+# %%
+def decoder_params(params):
+    """The parameters a decoding step may use: the decoder's, without the cross-attention's Wk and Wv."""
+    return {name: value for name, value in params.items()
+            if not name.startswith("enc.") and name not in ("P_enc", "dec.cross_Wk", "dec.cross_Wv")}
+
+
+def cross_keys_values(params, memory, h):
+    """The cross-attention's keys and values of a memory (B, S, C): a pair of (B, h, S, hs), computed once."""
+    return split_heads(memory @ params["dec.cross_Wk"], h), split_heads(memory @ params["dec.cross_Wv"], h)
+
+
+# %% nbgrader={"grade": false, "grade_id": "decoder_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def decoder_step(params, tokens, cache, cross_kv, source_valid):
+    """One decoding step at position t = cache length: returns (logits (B, V), (K_self, V_self) each (B, h, t+1, hs))."""
+    ### BEGIN SOLUTION
+    K_self, V_self = cache
+    K_cross, V_cross = cross_kv
+    B, h, t, hs = np.shape(K_self)
+    y = params["E"][tokens] + params["P_dec"][t]  # (B, C)
+    a = layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])[:, None, :]  # (B, 1, C)
+    q, k, v = (split_heads(a @ params[f"dec.{n}"], h) for n in ("Wq", "Wk", "Wv"))  # (B, 1, C) -> (B, h, 1, hs)
+    K_self, V_self = np.concatenate([K_self, k], axis=2), np.concatenate([V_self, v], axis=2)  # (B, h, t+1, hs)
+    weights = softmax(q @ np.swapaxes(K_self, -1, -2) / np.sqrt(hs))  # (B, h, 1, hs) @ (B, h, hs, t+1) -> (B, h, 1, t+1)
+    y = y + (merge_heads(weights @ V_self) @ params["dec.Wo"])[:, 0]  # (B, h, 1, hs) -> (B, 1, C) -> (B, C)
+    a = layer_norm(y, params["dec.ln2_gamma"], params["dec.ln2_beta"])[:, None, :]  # (B, 1, C)
+    q = split_heads(a @ params["dec.cross_Wq"], h)  # (B, h, 1, hs)
+    scores = q @ np.swapaxes(K_cross, -1, -2) / np.sqrt(hs)  # (B, h, 1, hs) @ (B, h, hs, S) -> (B, h, 1, S)
+    weights = softmax(np.where(np.asarray(source_valid)[:, None, None, :], scores, -np.inf))  # >= 1 real key per row
+    y = y + (merge_heads(weights @ V_cross) @ params["dec.cross_Wo"])[:, 0]  # (B, C)
+    return layer_norm(y, params["lnf_gamma"], params["lnf_beta"]) @ params["U"], (K_self, V_self)  # (B, V)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Greedy decoding with your step: the encoder runs once, the cross-attention's keys and values are
+# computed once, and every step reads them. Each sequence's output has its source's length, so the
+# decoder runs $S_{\max}$ steps and each sequence keeps its first $S_b$ tokens.
+
+# %%
+def greedy_decode(params, source, h, steps=S_MAX):
+    """Greedy decoding of a batch of sources (B, S_MAX + 1): returns the chosen tokens (B, steps)."""
+    memory, _ = encode(params, source, h)  # once per source
+    cross_kv = cross_keys_values(params, memory, h)  # once per source: (B, h, S, hs) each
+    step_params = decoder_params(params)
+    B, hs = len(source), params["U"].shape[0] // h
+    cache = (np.zeros((B, h, 0, hs)), np.zeros((B, h, 0, hs)))
+    tokens, chosen = np.full(B, BOS), []
+    for _ in range(steps):
+        logits, cache = decoder_step(step_params, tokens, cache, cross_kv, source != PAD)
+        tokens = logits.argmax(axis=-1)  # (B,)
+        chosen.append(tokens)
+    return np.stack(chosen, axis=1)  # (B, steps)
+
+
+decoded = greedy_decode(params_trained, held_out[0], H)
+real_out = held_out[2] != PAD
+print("source 0:   ", " ".join(f"{t:2d}" for t in held_out[0][0, :held_out[3][0]]))
+print("decoded 0:  ", " ".join(f"{t:2d}" for t in decoded[0, :held_out[3][0]]))
+print(f"greedy decoding, held-out: token accuracy {(decoded == held_out[2])[real_out].mean():.3f}, "
+      f"sequences reversed exactly: {int(np.all((decoded == held_out[2]) | ~real_out, axis=1).sum())} of 256")
+
+# %% [markdown]
+# Greedy decoding feeds the model its own outputs instead of the right answers; where it is right
+# at every step, it feeds exactly what teacher forcing fed, so its accuracy can only be lower by
+# the errors that follow an error.
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_step", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
+def _plain_cross_attention(x_q, x_kv, mask, Wq, Wk, Wv, Wo, h):
+    """Attention with -inf for blocked scores and nothing more: right when every row allows a key (true below).
+    Used in place of yours while your decoder_step is checked, so Exercise 1 is graded on its own."""
+    Q, K, V_ = split_heads(x_q @ Wq, h), split_heads(x_kv @ Wk, h), split_heads(x_kv @ Wv, h)
+    weights = softmax(np.where(np.expand_dims(mask, -3), Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), -np.inf))
+    return merge_heads(weights @ V_) @ Wo, weights
+
+
+def check_decoder_step(params, source, decoder_in, h):
+    """Visible check: step by step from an empty cache, against the teacher-forced forward pass."""
+    students = globals().get("cross_attention")
+    globals()["cross_attention"] = _plain_cross_attention  # Exercise 1 is graded on its own
+    try:
+        expected, forward_cache = seq2seq_forward(params, source, decoder_in, h)
+    finally:
+        globals()["cross_attention"] = students
+    cross_kv = cross_keys_values(params, forward_cache["memory"], h)
+    step_params, valid = decoder_params(params), source != PAD
+    B, hs = len(source), params["U"].shape[0] // h
+    cache = (np.zeros((B, h, 0, hs)), np.zeros((B, h, 0, hs)))
+    kept = [np.array(a, copy=True) for a in (*cross_kv, valid)]
+    for t in range(decoder_in.shape[1]):
+        given = tuple(np.array(a, copy=True) for a in cache)
+        try:
+            result = decoder_step(step_params, decoder_in[:, t], cache, cross_kv, valid)
+        except KeyError as error:
+            raise AssertionError(f"decoder_step asked for params[{error}]: it gets the decoder's parameters only; "
+                                 "the keys and values of the source are already in cross_kv") from None
+        assert isinstance(result, tuple) and len(result) == 2, "return the pair (logits, (K_self, V_self))"
+        logits, new_cache = result
+        assert all(np.array_equal(a, b) for a, b in zip(cache, given, strict=True)) and all(
+            np.array_equal(a, b) for a, b in zip((*cross_kv, valid), kept, strict=True)), "decoder_step modified its inputs"
+        logits = np.asarray(logits)
+        assert logits.shape == expected[:, t].shape, f"logits should be (B, V) = {expected[:, t].shape}, got {logits.shape}"
+        K_self, V_self = (np.asarray(a) for a in new_cache)
+        assert K_self.shape == V_self.shape == (B, h, t + 1, hs), (
+            f"step {t}: the cache should be (B, h, t + 1, hs) = {(B, h, t + 1, hs)}, got {K_self.shape}: append this "
+            "position's k and v along the positions axis")
+        if not np.allclose(logits, expected[:, t], atol=1e-9):
+            hint = ("the first step is wrong: check the position (t = the cache's length), the LayerNorms, and that "
+                    "the cross-attention blocks the padded source positions" if t == 0 else
+                    "the first steps are right, a later one is not: feed each token at position t = the cache's "
+                    "length, and let its query see every cached key, its own included")
+            raise AssertionError(f"step {t}: the logits differ from the teacher-forced forward pass's: {hint}")
+        cache = (K_self, V_self)
+
+
+check_decoder_step(small_model(11), grad_source, np.array([[BOS, 5, 4], [BOS, 6, 3]]), 2)
+check_decoder_step(small_model(12, s_max=2, width=6), np.array([[4, 3, EOS], [5, EOS, PAD], [6, 3, EOS]]),
+                   np.array([[BOS, 3], [BOS, 4], [BOS, 5]]), 3)
+check_decoder_step(small_model(13, s_max=1, width=4), np.array([[5, EOS]]), np.array([[BOS]]), 1)
+print("Exercise 3 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Counting the projections
+#
+# Count the key and value projections (one row of a sequence multiplied by a $W_k$ or a $W_v$) that
+# the decoder's two attentions need to write $T$ tokens from a source of $S_k$ positions
+# (`EOS` included). Try it before you read on.
+#
+# **With reuse**, as `greedy_decode` does: the cross-attention projects the $S_k$ memory rows once,
+# $2 S_k$; the self-attention projects each fed position once, $2T$. In all $2 S_k + 2T$.
+#
+# **Recomputing everything** at every step (running the teacher-forced forward pass on the prefix,
+# as a decoder without caches must): step $t = 1 \dots T$ projects the $S_k$ memory rows again,
+# $2 S_k$, and all $t$ positions fed so far, $2t$. In all
+#
+# $$\sum_{t=1}^{T} (2 S_k + 2t) = 2 T S_k + T (T + 1) .$$
+#
+# The cell checks the first count against the caches that decoding builds, and prints both for the
+# longest sources, $S_k = 9$ and $T = 8$:
+
+# %%
+def decode_by_recomputing(params, source, h, steps=S_MAX):
+    """Greedy decoding that reruns the whole forward pass, encoder included, on the prefix at every step."""
+    decoder_in = np.full((len(source), 1), BOS)
+    for _ in range(steps):
+        logits, _ = seq2seq_forward(params, source, decoder_in, h)  # (B, t, V)
+        decoder_in = np.concatenate([decoder_in, logits[:, -1].argmax(axis=-1)[:, None]], axis=1)
+    return decoder_in[:, 1:]  # (B, steps)
+
+
+S_k, T_out = S_MAX + 1, S_MAX
+memory_one, _ = encode(params_trained, held_out[0][:1], H)
+K_c, V_c = cross_keys_values(params_trained, memory_one, H)
+cache_one = (np.zeros((1, H, 0, C // H)),) * 2
+tokens_one = np.array([BOS])
+for _ in range(T_out):
+    logits_one, cache_one = decoder_step(decoder_params(params_trained), tokens_one, cache_one, (K_c, V_c),
+                                         held_out[0][:1] != PAD)
+    tokens_one = logits_one.argmax(axis=-1)
+rows = K_c.shape[2] + cache_one[0].shape[2]  # source rows projected once + positions fed once
+print(f"with reuse: key rows held after {T_out} steps = {K_c.shape[2]} (source) + {cache_one[0].shape[2]} (fed) = "
+      f"{rows}; key and value projections 2 x {rows} = {2 * rows} = 2 S_k + 2 T: {2 * rows == 2 * S_k + 2 * T_out}")
+print(f"recomputing every step: 2 T S_k + T (T + 1) = {2 * T_out * S_k + T_out * (T_out + 1)}"
+      f" ({(2 * T_out * S_k + T_out * (T_out + 1)) / (2 * S_k + 2 * T_out):.1f}x as many)")
+same = np.array_equal(decode_by_recomputing(params_trained, held_out[0][:64], H), greedy_decode(params_trained, held_out[0][:64], H))
+print("the two decoders choose the same tokens on 64 held-out sources:", same)
+
+# %% [markdown]
+# Recomputation also reruns the encoder at every step, which the count above leaves out. The time
+# of both ways, on the 256 held-out sources (it varies with the machine and its load):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+start = time.process_time()
+greedy_decode(params_trained, held_out[0], H)
+reuse_cpu = time.process_time() - start
+start = time.process_time()
+decode_by_recomputing(params_trained, held_out[0], H)
+recompute_cpu = time.process_time() - start
+print(f"CPU time, 256 sources, {S_MAX} steps: with reuse {1e3 * reuse_cpu:.1f} ms, recomputing {1e3 * recompute_cpu:.1f} ms")
+
+# %% [markdown]
+# ## 9. Encoder–decoder or decoder-only?
+#
+# Lesson 12's GPT is **decoder-only**: one stack, one causal self-attention per block. It could learn
+# reversal too, reading the source and its reversal as one sequence, `source EOS target`, and
+# predicting each target token from everything before it. What the encoder–decoder does differently:
+#
+# - **The source is read both ways.** The encoder's self-attention has no causal mask, so every
+#   source position sees the whole source; the measurements of section 7 suggest that this
+#   lesson's encoder uses it to write the next token into each position. In a decoder-only model a
+#   source position sees only what came before it.
+# - **The keys and values of the source are computed once.** Cross-attention reads a fixed memory;
+#   each decoding step adds only its own row to the decoder's self-attention cache. A decoder-only
+#   model keeps the keys and values of the source in the same cache as the output's, which saves
+#   the same work.
+# - **Two kinds of attention, two sets of weights.** Cross-attention has its own weights and its own
+#   mask, and the source and target can differ in length, in vocabulary, even in kind (speech in,
+#   text out).
+#
+# Decoder-only gains simplicity in return: one stack, one kind of attention, one sequence, and any
+# task that can be written as text becomes "predict the next token". Both designs are in use: encoder–decoders where an input is mapped to an output (as in
+# translation, speech recognition, summarisation), decoder-only models for open-ended generation.
+#
+# ## Time
+#
+# The CPU time of the main training run and its wall time (both vary with the machine and its load,
+# so they are measured here rather than quoted):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(f"main run: {STEPS} steps, CPU {main_cpu:.1f} s, wall {main_wall:.1f} s, "
+      f"{1e3 * main_cpu / max(STEPS, 1):.1f} ms of CPU per step (evaluations included)")
+
+# %% [markdown]
+# ## Summary
+#
+# **Cross-attention** is attention whose queries come from one sequence and whose keys and values
+# come from another: a `(T_q, T_k)` score table, the same scaling, softmax and heads (Exercise 1).
+#
+# **Three masks.** The encoder's self-attention blocks only the padding of the source, the decoder's
+# self-attention is causal, and cross-attention blocks only the padding of the source; a row with
+# nothing to attend to gets zero weights.
+#
+# **Training.** A one-block encoder and a one-block decoder, trained with teacher forcing and Adam,
+# learn to reverse; the counts of section 6 say how often over several initialisations.
+#
+# **Alignment.** The cross-attention heads move their weight onto the anti-diagonal, the reversal
+# alignment (Exercise 2); section 7's measurements point to how the queries find their keys: by
+# content, through an encoder that writes the next token into each position.
+#
+# **Decoding.** Greedy decoding runs the encoder once, computes the cross-attention's keys and
+# values once and grows the decoder's cache one row per step (Exercise 3): $2 S_k + 2T$ key and
+# value projections instead of $2 T S_k + T(T + 1)$.
+#
+# **Next:** this is the course's last lesson. You have built every piece of the original
+# Transformer's attention: scaled dot-product attention, heads, masks, the backward pass, positions,
+# the block, a decoder-only GPT and now the encoder–decoder. A good next step is to take one of the
+# models here and rebuild it in a framework with automatic differentiation, checking it against your
+# NumPy version number by number, as Lesson 5 did for one layer.
