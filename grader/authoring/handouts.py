@@ -53,6 +53,10 @@ HANDOUTS: dict[str, list[Handout]] = {
                          Handout(L11, "test_layer_norm", "layer_norm"),
                          Handout(L11, "test_layer_norm_backward", "layer_norm_backward"),
                          Handout(L11, "test_gelu", "gelu")],
+    "13-cross-attention": [SOFTMAX, Handout(L03, "test_split_heads", "split_heads"),
+                           Handout(L09, "test_adam_step", "adam_step"),
+                           Handout(L11, "test_layer_norm", "layer_norm"),
+                           Handout(L11, "test_layer_norm_backward", "layer_norm_backward")],
 }
 
 
