@@ -24,7 +24,7 @@
   ordinary user, the number of tasks is set inside the sandbox instead (grader.sandbox.bwrap's
   `max_tasks`), where the kernel's own user namespace counts it for this kernel alone; `host_user`
   then says that the kernel is the grader's own uid on the host;
-- stdin on /dev/null; stdout and stderr on a pipe that the grader reads, keeping a bounded tail
+- stdin and stdout on /dev/null; stderr on a pipe that the grader reads, keeping a bounded tail
   (grader.sandbox.stderr_tail): nothing it writes reaches the grader's terminal or log as it is, and
   a kernel that dies says why (`stderr_text`: bwrap's, setpriv's and the interpreter's messages);
 - clients whose sockets refuse any message over `max_message_bytes` before it is parsed
@@ -169,9 +169,9 @@ class SandboxProvisioner(LocalProvisioner):
         kwargs["cwd"] = str(km.rundir)
         kwargs["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is set inside
         kwargs["preexec_fn"] = km.enter_limits
-        # Never the grader's own stdout and stderr: what the kernel writes there goes to a pipe read here.
-        kwargs["stdin"] = subprocess.DEVNULL
-        kwargs["stdout"] = kwargs["stderr"] = stderr_write
+        # Never the grader's own stdout and stderr: what the kernel writes to stderr goes to a pipe read here.
+        kwargs["stdin"] = kwargs["stdout"] = subprocess.DEVNULL
+        kwargs["stderr"] = stderr_write
         try:
             await super().launch_kernel(argv, **kwargs)
         finally:
@@ -305,7 +305,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             resource.setrlimit(which, (value, value))
 
     def stderr_text(self, wait: float = 1.0) -> str:
-        """What the kernel's sandbox wrote to stdout and stderr (bounded, one inert line); "" for nothing.
+        """What the kernel's sandbox wrote to stderr (bounded, one inert line); "" for nothing.
         Waits up to `wait` seconds for the rest of it once the kernel is gone."""
         if self.stderr is None:
             return ""
