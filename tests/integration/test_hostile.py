@@ -283,6 +283,20 @@ def test_every_honest_student_has_their_exact_score_and_no_attack_gained_anythin
     assert not wrong and not flagless, (wrong, flagless)
 
 
+def test_no_submission_forged_the_graders_flags_or_weaker_lines(hostile):
+    """A submission carrying the grader's own metadata keys (its `not_flags`) gets none of the flags they
+    would give, unless the honest students get them too (an ordinary user's kernels have no cgroup), and the
+    summary has no UNSAFE: line and no WEAKER: line that no honest row explains."""
+    honest = set(hostile.rows["honest_reference"]["flags"].split("; "))
+    forged = {name: [flag for flag in spec["not_flags"] if flag not in honest
+                     and flag in hostile.rows[name]["flags"].split("; ")]
+              for name, spec in hostile.cases.items() if spec.get("not_flags") and name in hostile.rows}
+    assert not any(forged.values()), forged
+    assert "UNSAFE:" not in hostile.run.stdout
+    for flag, line in (("no-cgroup", "WEAKER: kernels had no cgroup"), ("grader-uid", "WEAKER: kernels ran as")):
+        assert flag in honest or line not in hostile.run.stdout, hostile.run.stdout
+
+
 def test_no_secret_reached_any_output_or_feedback(hostile):
     leaks = []
     for name in graded(hostile):
