@@ -189,6 +189,13 @@ def run_flags(autograded: NotebookNode) -> list[Flag]:
     return flags
 
 
+def kernel_deaths(autograded: NotebookNode) -> list[str]:
+    """What the grader wrote where a kernel died or was stopped (with what it said), one text per cell."""
+    return [f"{notebook.grade_id(cell) or f'cell {index}'}: {output.evalue}"
+            for index, cell in enumerate(autograded.cells, start=1) for output in cell.get("outputs", [])
+            if output.output_type == "error" and output.get("ename") in (KERNEL_DIED, LIMIT_EXCEEDED)]
+
+
 def needs_review(flags: list[Flag]) -> bool:
     return any(flag.needs_review for flag in flags)
 
