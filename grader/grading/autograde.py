@@ -23,9 +23,11 @@ from grader.gradebook import open_gradebook, require_course_id
 from grader.grading import gradelog, late, lesson_reports, report
 from grader.grading import regrade as regrading
 from grader.grading.collect import Skipped, collect
+from grader.grading.failure_detail import traceback_of
 from grader.grading.gradebook_check import check_gradebook
 from grader.grading.jobs import Job, Result
 from grader.grading.lms import DownloadFormats, Roster, record_names
+from grader.grading.preflight import preflight
 from grader.grading.roster import enrol
 from grader.grading.similarity import SimilarityReport
 from grader.grading.supervisor import GradingProcesses, default_workers, supervise
@@ -86,6 +88,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
                                     "grade without it anyway (the kernels can then change grades), pass "
                                     "--unsafe-no-sandbox.") from None
     config = nbgrader_config(course)
+    preflight(course, lesson, config, sandbox=not unsafe_no_sandbox)  # a broken spec or sandbox: refused here
     coursedir = CourseDirectory(config=config)
     layout = Layout.of(config)
     release = layout.release_notebook(lesson)
@@ -167,7 +170,8 @@ def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:
         try:
             result = future.result()
         except Exception as exc:  # the executor or its worker failed, not the grading
-            result = Result(job.student, "failed", reason=f"worker failed: {type(exc).__name__}: {exc}")
+            result = Result(job.student, "failed", reason=f"worker failed: {type(exc).__name__}: {exc}",
+                            detail=traceback_of(exc))
         results.append(result)
         done(result)
     return results
