@@ -122,8 +122,9 @@ def test_hostile_feedback_pages_load_nothing_navigate_nowhere_and_show_the_grade
 
 # The grader's test panel, as the page's stylesheet draws it: a blue heading (#2b6cb0) in a blue-bordered box.
 PANEL_BLUE = "rgb(43, 108, 176)"
+# The look-alikes as drawn: rendered markdown and outputs (the answer's source, shown as code, holds the text too).
 LOOK_ALIKE = """text => [...document.querySelectorAll('*')].filter(e => e.children.length === 0
-    && e.textContent.includes(text)).map(e => {
+    && e.textContent.includes(text) && e.closest('.text_cell_render, .output_area')).map(e => {
   const box = e.closest('[class*="nbgrader_cell"]');
   const heading = box && box.querySelector('[class*="panel-heading"]');
   return {box: box ? getComputedStyle(box).borderTopColor + ' ' + getComputedStyle(box).borderTopWidth : 'none',
