@@ -214,7 +214,12 @@ def hostile(request, tmp_path_factory) -> Hostile:
     guarded = [course.root / "nbgrader_config.py", REPO / "nbgrader_config.py", REPO / "grader" / "nbgrader_config.py",
                REPO / "grader" / "pipeline" / "__init__.py"]
     before = {str(path): digest(path) for path in guarded}
-    env = {**os.environ, "HOME": str(home), "HOSTILE_ENV_SECRET": planted["env"]}
+    # TMPDIR under a private (0700) folder, as job schedulers set it: every kernel died there before the run
+    # folder moved into the sandbox (issue 39; tests/integration/test_environments.py has the other places).
+    tmpdir = root / "job" / "tmp"
+    tmpdir.mkdir(parents=True)
+    tmpdir.parent.chmod(0o700)
+    env = {**os.environ, "HOME": str(home), "HOSTILE_ENV_SECRET": planted["env"], "TMPDIR": str(tmpdir)}
     key = plant_key(f"hostile-canary-{token}", planted["keyring"])
     sampled = Sampled({}, {}, {}, 0)
     stop = threading.Event()
