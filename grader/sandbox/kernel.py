@@ -68,6 +68,7 @@ from grader.sandbox.limits import KernelLimits
 from grader.sandbox.stderr_tail import StderrTail
 
 RUN_FOLDER = "grader-kernel-"
+SWEEP_AGE = 300.0  # seconds: a cgroup younger than this is never swept (its kernel may be about to join it)
 
 
 def _memory(process: psutil.Process) -> int:
@@ -251,8 +252,9 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.rundir, self.host_uid = rundir, uid
         else:
             self.rundir = Path(tempfile.mkdtemp(prefix=RUN_FOLDER))
-        # Kernels whose grading process was killed left their cgroups behind (their run folders are gone).
-        KernelCgroup.sweep(RUN_FOLDER, lambda name: (self.rundir.parent / name).exists())
+        # Kernels whose grading process was killed left their cgroups behind (their run folders are gone). A
+        # grader with another TMPDIR keeps its run folders elsewhere: its new cgroups are spared by their age.
+        KernelCgroup.sweep(RUN_FOLDER, lambda name: (self.rundir.parent / name).exists(), min_age=SWEEP_AGE)
         try:
             self.cgroup = KernelCgroup.create(self.rundir.name, memory=self.limits.tree_memory_limit,
                                               tasks=self.limits.max_processes)
