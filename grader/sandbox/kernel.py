@@ -306,6 +306,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         for which, value in limits:
             resource.setrlimit(which, (value, value))
 
+    def cleanup_ipc_files(self) -> None:
+        """Nothing to remove: the sockets were in the sandbox's own run folder, a tmpfs gone with it. (Their
+        path through /proc/<pid>/root could name another process's files once the kernel's pid is reused.)"""
+
     def stderr_text(self, wait: float = 1.0) -> str:
         """What the kernel's sandbox wrote to stderr (bounded, one inert line); "" for nothing.
         Waits up to `wait` seconds for the rest of it once the kernel is gone."""

@@ -38,7 +38,7 @@ REFUSED_CALLS = (
     "setdomainname", "fanotify_init", "nfsservctl", "iopl", "ioperm", "_sysctl", "sysfs", "ustat", "vm86",
     "vm86old", "create_module", "get_kernel_syms", "query_module",
 )
-# clone's flags that make a namespace (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME).
+# clone's flags that make a namespace (new mount, cgroup, UTS, IPC, user, PID, network and time namespaces).
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
 
 
@@ -65,7 +65,6 @@ def kernel_filter() -> bytes | None:
         return handle.read()
 
 
-keyring_filter = kernel_filter  # the name it had when it refused only the keyring calls
 
 
 def filter_fd() -> int | None:
