@@ -175,6 +175,10 @@ class SandboxProvisioner(LocalProvisioner):
         kwargs["stderr"] = stderr_write
         try:
             await super().launch_kernel(argv, **kwargs)
+        except BaseException:
+            for fd in (info_read, stderr_read):
+                os.close(fd)
+            raise
         finally:
             for fd in (*fds, info_write, stderr_write):
                 os.close(fd)
