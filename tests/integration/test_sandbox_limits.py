@@ -105,7 +105,7 @@ def test_the_keyring_calls_are_refused():
 def test_each_kernels_host_uid_read_from_the_host_is_neither_root_nor_the_graders():
     """Two kernels in a row: the host's process table shows each as a uid of its own (bwrap and setpriv,
     which start as root and drop to it, aside)."""
-    seen: dict[str, set[int]] = {}  # kernel (its connection file) -> the uids its processes had
+    seen: dict[str, set[int]] = {}  # kernel (its process) -> the uids it had
     done = threading.Event()
 
     def watch() -> None:
@@ -116,9 +116,8 @@ def test_each_kernels_host_uid_read_from_the_host_is_neither_root_nor_the_grader
                     # bwrap and setpriv start as root and drop to the kernel's uid before it runs
                     # (setpriv's command line names the kernel it is about to become)
                     if process.name() not in ("bwrap", "setpriv") and "ipykernel_launcher" in " ".join(command):
-                        # one kernel may show as more than one process: key by its connection file
-                        kernel = command[command.index("-f") + 1] if "-f" in command else str(process.pid)
-                        seen.setdefault(kernel, set()).update(process.uids())
+                        # every kernel's connection file has the same path in its own sandbox: key by process
+                        seen.setdefault(str(process.pid), set()).update(process.uids())
                 except psutil.Error:
                     pass
             time.sleep(0.05)
