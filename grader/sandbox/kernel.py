@@ -68,7 +68,7 @@ from grader.sandbox.limits import KernelLimits
 from grader.sandbox.stderr_tail import StderrTail
 
 RUN_FOLDER = "grader-kernel-"
-SWEEP_AGE = 300.0  # seconds: a cgroup younger than this is never swept (its kernel may be about to join it)
+SWEEP_AGE = 3600.0  # seconds: a cgroup younger is never swept (its kernel may be about to join it, or just ended)
 
 
 def _memory(process: psutil.Process) -> int:
@@ -173,6 +173,7 @@ class SandboxProvisioner(LocalProvisioner):
         # Never the grader's own stdout and stderr: what the kernel writes to stderr goes to a pipe read here.
         kwargs["stdin"] = kwargs["stdout"] = subprocess.DEVNULL
         kwargs["stderr"] = stderr_write
+        km.keep_cgroup()
         try:
             await super().launch_kernel(argv, **kwargs)
         except BaseException:
@@ -309,6 +310,14 @@ class SandboxedKernelManager(AsyncKernelManager):
             limits.append((resource.RLIMIT_NPROC, self.limits.max_processes))
         for which, value in limits:
             resource.setrlimit(which, (value, value))
+
+    def keep_cgroup(self) -> None:
+        """Right before the kernel starts: make its cgroup again if a grader of another course or version swept it
+        meanwhile (its sweep found no run folder of this kernel in its own TMPDIR), so that the kernel can join it."""
+        if self.cgroup is not None and not all(folder.is_dir() for folder in self.cgroup.dirs.values()):
+            self.cgroup.remove()
+            self.cgroup = KernelCgroup.create(self.rundir.name, memory=self.limits.tree_memory_limit,
+                                              tasks=self.limits.max_processes)
 
     def cleanup_ipc_files(self) -> None:
         """Nothing to remove: the sockets were in the sandbox's own run folder, a tmpfs gone with it. (Their

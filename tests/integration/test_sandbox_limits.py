@@ -196,3 +196,18 @@ def test_cgroups_left_by_a_killed_grading_process_are_swept_and_live_ones_kept()
     finally:
         stale.remove()
         live.remove()
+
+
+@needs_cgroup
+def test_a_cgroup_swept_before_its_kernel_joined_is_made_again():
+    """Another grader (another TMPDIR, or an older version) may sweep a fresh cgroup before its kernel joins it:
+    the kernel still starts, in a cgroup of its own."""
+    prepare = kernel.SandboxedKernelManager._prepare_rundir
+
+    def swept(self) -> None:
+        prepare(self)
+        self.cgroup.remove()
+
+    with mock.patch.object(kernel.SandboxedKernelManager, "_prepare_rundir", swept):
+        nb = run("print('ran')")  # without the cgroup made again, the kernel cannot join it and never starts
+    assert text(nb.cells[0]).strip() == "ran" and WATCHDOG_ONLY not in nb.metadata, text(nb.cells[0])
