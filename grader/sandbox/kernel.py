@@ -174,16 +174,22 @@ class SandboxProvisioner(LocalProvisioner):
         kwargs["stdin"] = kwargs["stdout"] = subprocess.DEVNULL
         kwargs["stderr"] = stderr_write
         km.keep_cgroup()
+        km.stderr = StderrTail(stderr_read)
         try:
             await super().launch_kernel(argv, **kwargs)
+        except subprocess.SubprocessError as error:  # bwrap was never run: say what the child wrote first
+            os.close(stderr_write)
+            stderr_write = -1
+            os.close(info_read)
+            raise RuntimeError(f"the kernel's sandbox could not be started ({error}): "
+                               f"{km.stderr_text() or 'nothing said'}") from None
         except BaseException:
-            for fd in (info_read, stderr_read):
-                os.close(fd)
+            os.close(info_read)
             raise
         finally:
             for fd in (*fds, info_write, stderr_write):
-                os.close(fd)
-        km.stderr = StderrTail(stderr_read)
+                if fd >= 0:
+                    os.close(fd)
         km.start_watchdog(self.process.pid)
         child = _child_pid(info_read)
         if child is not None:  # the grader's sockets: the kernel's, reached through its root
@@ -298,18 +304,27 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def enter_limits(self) -> None:
         """Runs in the child between fork and exec: into the cgroup, and the rlimits, for bwrap, the
-        kernel and everything it starts."""
-        if self.cgroup is not None:
-            self.cgroup.join()
-        limits = [(resource.RLIMIT_CORE, 0)]
-        if self.limits.memory_limit:
-            limits.append((resource.RLIMIT_AS, self.limits.memory_limit))
-        if self.limits.file_size_limit:
-            limits.append((resource.RLIMIT_FSIZE, self.limits.file_size_limit))
-        if self.limits.max_processes and self.host_uid is not None:  # per uid: only meaningful for a uid of its own
-            limits.append((resource.RLIMIT_NPROC, self.limits.max_processes))
-        for which, value in limits:
-            resource.setrlimit(which, (value, value))
+        kernel and everything it starts. What fails is written to stderr (the pipe the grader reads) first:
+        subprocess reports only that an exception occurred here."""
+        try:
+            if self.cgroup is not None:
+                try:
+                    self.cgroup.join()
+                except FileNotFoundError:  # swept by another grader since keep_cgroup: make it again, then join
+                    KernelCgroup.create(self.rundir.name, memory=self.limits.tree_memory_limit,
+                                        tasks=self.limits.max_processes).join()
+            limits = [(resource.RLIMIT_CORE, 0)]
+            if self.limits.memory_limit:
+                limits.append((resource.RLIMIT_AS, self.limits.memory_limit))
+            if self.limits.file_size_limit:
+                limits.append((resource.RLIMIT_FSIZE, self.limits.file_size_limit))
+            if self.limits.max_processes and self.host_uid is not None:  # per uid: only for a uid of its own
+                limits.append((resource.RLIMIT_NPROC, self.limits.max_processes))
+            for which, value in limits:
+                resource.setrlimit(which, (value, value))
+        except BaseException as error:
+            os.write(2, f"grader: the kernel's limits could not be set: {type(error).__name__}: {error}\n".encode())
+            raise
 
     def keep_cgroup(self) -> None:
         """Right before the kernel starts: make its cgroup again if a grader of another course or version swept it

@@ -211,3 +211,11 @@ def test_a_cgroup_swept_before_its_kernel_joined_is_made_again():
     with mock.patch.object(kernel.SandboxedKernelManager, "_prepare_rundir", swept):
         nb = run("print('ran')")  # without the cgroup made again, the kernel cannot join it and never starts
     assert text(nb.cells[0]).strip() == "ran" and WATCHDOG_ONLY not in nb.metadata, text(nb.cells[0])
+
+
+@needs_cgroup
+def test_limits_that_cannot_be_entered_say_why_instead_of_subprocess_alone():
+    """subprocess says only "Exception occurred in preexec_fn": the child writes what failed to the stderr pipe."""
+    with mock.patch.object(cgroup.KernelCgroup, "join", side_effect=PermissionError(13, "refused by the test")), \
+            pytest.raises(RuntimeError, match=r"limits could not be set: PermissionError: \[Errno 13\] refused by"):
+        run("print(1)")
