@@ -30,6 +30,14 @@ class CannotGradeSafely(CourseError):
     """Grading refused: the sandbox cannot start on this machine and --unsafe-no-sandbox was not given."""
 
 
+class KernelsCannotStart(CourseError):
+    """Found before a batch: no sandboxed kernel starts here as configured, so every submission would fail."""
+
+
+class BrokenSpec(CourseError):
+    """Found before a batch: a lesson's trusted spec (grader/trusted/specs/) cannot prepare its checks."""
+
+
 class GradebookRefused(CourseError):
     """The gradebook holds something the course did not put there, or cannot be used as configured."""
 

@@ -518,6 +518,8 @@ def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookN
             tests[0].source = edits["test"]
         if "test_metadata" in edits:
             notebook.meta(tests[0]).update(edits["test_metadata"])
+        if "test_cell_metadata" in edits:  # keys of the cell's own metadata, beside nbgrader's
+            tests[0].metadata.update(edits["test_cell_metadata"])
         deleted += [cell for kind, cell in (("solution", solution), ("test", tests[0]))
                     if kind in edits.get("delete", [])]
         for key, cell in (("solution_type", solution), ("test_type", tests[0])):
@@ -540,6 +542,7 @@ def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookN
         cell = make(extra.get("source", ""), metadata=extra.get("metadata", {}))
         nb.cells.insert(extra.get("at", len(nb.cells)), cell)
     nb.cells += [nbformat.v4.new_markdown_cell(f"note {n}") for n in range(spec.get("pad_cells", 0))]
+    nb.metadata.update(spec.get("notebook_metadata", {}))
     return nb
 
 

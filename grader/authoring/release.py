@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 
 from grader.authoring import release_guard
+from grader.authoring.release_in_memory import released_notebook
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import NotReleased
 from grader.gradebook import nbgrader_api
@@ -25,11 +27,15 @@ def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool =
     config = nbgrader_config(course)
     layout = Layout.of(config)
     worked = [layout.release_notebook(lesson) for lesson in lessons
-              if release_guard.is_work(layout.release_notebook(lesson), layout.state)]
+              if release_guard.is_work(layout.release_notebook(lesson), layout.state,
+                                       released=partial(released_notebook, lesson, config))]
     if worked and not force:
         names = "\n".join(f"  {path}" for path in worked)
         raise NotReleased(f"not released: these notebooks differ from the release they would replace (someone "
-                          f"worked in them), and releasing would delete that work:\n{names}\nTo release anyway, "
+                          f"worked in them), and releasing would delete that work:\n{names}\n(Each was compared "
+                          "with the last release recorded here, the copy in git, and a release of solutions/ made "
+                          "now: after editing a lesson in a copy without git, its old release is none of these.)\n"
+                          "To release anyway, "
                           "run `make release LESSON=<id> FORCE=1` (python -m grader release <id> --force): it "
                           "first copies each notebook, and its JupyterLab checkpoint, to lessons/<id>.backup-"
                           "<date>.ipynb.")

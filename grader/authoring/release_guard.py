@@ -3,10 +3,12 @@
 `make release` replaces `lessons/<id>/<id>.ipynb` (nbgrader's generate_assignment deletes the whole
 lesson folder, `.ipynb_checkpoints` included). A notebook may be replaced only when it is the
 release it would replace: the bytes the last release wrote (their SHA-256 is recorded in the
-course's state, `releases.json`), or the bytes committed in git (a fresh clone), or no notebook at
-all. Anything else is someone's work: releasing refuses, naming the file, unless `--force`, which
-first copies the notebook, and JupyterLab's checkpoint of it, to a dated backup next to the lesson
-folder (`lessons/<id>.backup-<YYYYMMDD-HHMMSS>.ipynb`), outside what a release or `make dist` touches.
+course's state, `releases.json`), or the bytes committed in git (a fresh clone), or, in a copy
+without git (a zip download), the very notebook a release of solutions/ makes now (built in memory,
+grader/authoring/release_in_memory.py), or no notebook at all. Anything else is someone's work:
+releasing refuses, naming the file, unless `--force`, which first copies the notebook, and
+JupyterLab's checkpoint of it, to a dated backup next to the lesson folder
+(`lessons/<id>.backup-<YYYYMMDD-HHMMSS>.ipynb`), outside what a release or `make dist` touches.
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ import hashlib
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
 
 RECORD = "releases.json"
 
@@ -53,11 +59,25 @@ def _committed(notebook: Path) -> bool:
     return head.returncode == 0 and here.returncode == 0 and head.stdout.strip() == here.stdout.strip()
 
 
-def is_work(notebook: Path, state: Path) -> bool:
-    """Whether replacing `notebook` would lose something: it exists and is not the release it would replace."""
+def _released_now(notebook: Path, released: Callable[[], NotebookNode]) -> bool:
+    """Whether `notebook` holds exactly the notebook that `released()` makes (a release built in memory)."""
+    try:
+        return nbformat.read(notebook, as_version=nbformat.NO_CONVERT) == released()
+    except Exception:  # unreadable, or no release can be made: not provably the release
+        return False
+
+
+def is_work(notebook: Path, state: Path, released: Callable[[], NotebookNode] | None = None) -> bool:
+    """Whether replacing `notebook` would lose something: it exists and is not the release it would replace.
+
+    `released` makes the lesson's release in memory (release_in_memory.released_notebook): the notebook
+    is no one's work when it is that release, as in a copy of the course without git.
+    """
     if not notebook.is_file():
         return False
-    return recorded(state).get(str(notebook.resolve())) != _sha(notebook) and not _committed(notebook)
+    if recorded(state).get(str(notebook.resolve())) == _sha(notebook) or _committed(notebook):
+        return False
+    return not (released is not None and _released_now(notebook, released))
 
 
 def backup(notebook: Path, *, now: datetime | None = None) -> list[Path]:

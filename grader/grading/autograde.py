@@ -25,10 +25,12 @@ from grader.grading import gradelog, grades, late, lesson_reports, overrides, re
 from grader.grading.canvas_csv import CanvasImport
 from grader.grading.collect import Skipped, collect
 from grader.grading.enrolment import enrol
+from grader.grading.failure_detail import traceback_of
 from grader.grading.gradebook_check import check_gradebook
 from grader.grading.jobs import Job, Result
 from grader.grading.lms import DownloadFormats
 from grader.grading.people import registry
+from grader.grading.preflight import preflight
 from grader.grading.roster import Roster
 from grader.grading.similarity import SimilarityReport
 from grader.grading.supervisor import GradingProcesses, default_workers, supervise
@@ -94,6 +96,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
                                     "grade without it anyway (the kernels can then change grades), pass "
                                     "--unsafe-no-sandbox.") from None
     config = nbgrader_config(course)
+    preflight(course, lesson, config, sandbox=not unsafe_no_sandbox)  # a broken spec or sandbox: refused here
     coursedir = CourseDirectory(config=config)
     layout = Layout.of(config)
     release = layout.release_notebook(lesson)
@@ -181,7 +184,8 @@ def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:
         try:
             result = future.result()
         except Exception as exc:  # the executor or its worker failed, not the grading
-            result = Result(job.student, "failed", reason=f"worker failed: {type(exc).__name__}: {exc}")
+            result = Result(job.student, "failed", reason=f"worker failed: {type(exc).__name__}: {exc}",
+                            detail=traceback_of(exc))
         results.append(result)
         done(result)
     return results

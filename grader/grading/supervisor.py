@@ -25,6 +25,7 @@ from pebble import ProcessExpired, ProcessPool
 from traitlets import Float, Integer
 from traitlets.config import Configurable
 
+from grader.grading.failure_detail import traceback_of
 from grader.grading.jobs import Job, Result
 from grader.grading.worker import grade
 
@@ -111,4 +112,5 @@ def _outcome(future, job: Job, job_timeout: float) -> Result:
         return Result(job.student, "failed", reason=f"its grading process died (exit code {error.exitcode}); "
                                                     "no other submission was affected")
     except Exception as error:  # the job's result could not reach this process
-        return Result(job.student, "failed", reason=f"grader error: {type(error).__name__}: {error}")
+        return Result(job.student, "failed", reason=f"grader error: {type(error).__name__}: {error}",
+                      detail=traceback_of(error))

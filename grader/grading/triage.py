@@ -53,6 +53,8 @@ FLAGS = {
     "timeout": Kind("{} ran past the time limit"),
     "memory-limit": Kind("{} ran out of memory (the memory limit)"),
     "output-truncated": Kind("output of {} was truncated"),
+    "disk-limit": Kind("{} filled a writable folder of the sandbox to its size limit, or a file to the file size "
+                       "limit; the write was refused", review=True),
     "limit-exceeded": Kind("{} went over a limit of the sandbox (memory or processes); the kernel was stopped",
                            review=True),
     "unsafe-no-sandbox": Kind("graded without the sandbox (--unsafe-no-sandbox): the result cannot be trusted",
@@ -98,6 +100,10 @@ class Flag:
 # time limit).
 ERRORS = {"CellTimeoutError": "timeout", SUBMISSION_TIMEOUT: "timeout", "MemoryError": "memory-limit",
           KERNEL_DIED: "kernel-died", LIMIT_EXCEEDED: "limit-exceeded", OUTPUT_CAPPED: "output-truncated"}
+
+
+# The start of an OSError's message when a write went over a tmpfs's size (ENOSPC) or RLIMIT_FSIZE (EFBIG).
+DISK_FULL = ("[Errno 28] ", "[Errno 27] ")
 
 
 class Unreadable(Exception):
@@ -175,10 +181,19 @@ def run_flags(autograded: NotebookNode) -> list[Flag]:
                     names.append(ERRORS[output.ename])
                 if "... Traceback truncated ..." in output.get("traceback", []):
                     names.append("output-truncated")
+                if str(output.get("evalue", "")).startswith(DISK_FULL):
+                    names.append("disk-limit")
             elif "... Output truncated ..." in output.get("text", ""):
                 names.append("output-truncated")
             flags += [flag for name in names if (flag := Flag(name, where)) not in flags]
     return flags
+
+
+def kernel_deaths(autograded: NotebookNode) -> list[str]:
+    """What the grader wrote where a kernel died or was stopped (with what it said), one text per cell."""
+    return [f"{notebook.grade_id(cell) or f'cell {index}'}: {output.evalue}"
+            for index, cell in enumerate(autograded.cells, start=1) for output in cell.get("outputs", [])
+            if output.output_type == "error" and output.get("ename") in (KERNEL_DIED, LIMIT_EXCEEDED)]
 
 
 def needs_review(flags: list[Flag]) -> bool:

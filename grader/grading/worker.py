@@ -32,6 +32,7 @@ from grader import notebook
 from grader.course import nbgrader_config
 from grader.gradebook import nbgrader_api, open_gradebook
 from grader.grading import triage
+from grader.grading.failure_detail import bounded, traceback_of
 from grader.grading.jobs import Job, Result
 from grader.grading.triage import Flag
 from grader.layout import Layout
@@ -77,7 +78,8 @@ def grade(job: Job) -> Result:
         try:
             outcome = _grade(job)
         except Exception as exc:  # one broken submission must not end the batch
-            outcome = Result(job.student, "failed", reason=f"grader error: {type(exc).__name__}: {exc}")
+            outcome = Result(job.student, "failed", reason=f"grader error: {type(exc).__name__}: {exc}",
+                             detail=traceback_of(exc))
     outcome.seconds = time.monotonic() - start
     return outcome
 
@@ -102,16 +104,19 @@ def _grade(job: Job) -> Result:
         result = api.autograde(job.lesson, job.student, force=True, create=True)
         if not result["success"]:
             paths.remove_outputs()
-            return Result(job.student, "failed", flags=flags, reason=triage.failure_reason(result))
+            return Result(job.student, "failed", flags=flags, reason=triage.failure_reason(result),
+                          detail=bounded(result.get("error") or result.get("log") or ""))
         if not api.generate_feedback(job.lesson, job.student, force=True)["success"]:
             flags.append(Flag("feedback-failed"))
         scores = _scores(coursedir, job, release)
         if scores is None:
             return Result(job.student, "failed", flags=flags, reason="graded, but missing from the gradebook")
     points, manual = scores
-    flags += triage.run_flags(nbformat.read(paths.autograded, as_version=4))
+    autograded = nbformat.read(paths.autograded, as_version=4)
+    flags += triage.run_flags(autograded)
     flags += [Flag("manual-grade", name) for name in manual]
-    return Result(job.student, "graded", scores=points, flags=flags, cached=cached)
+    return Result(job.student, "graded", scores=points, flags=flags, cached=cached,
+                  detail=bounded(" | ".join(triage.kernel_deaths(autograded))))
 
 
 def _scores(coursedir: CourseDirectory, job: Job, release) -> tuple[dict[str, float | None], list[str]] | None:

@@ -35,6 +35,7 @@ def release_steps() -> list[str]:
 def sanitize_steps() -> list[str]:
     """`autograde`, first phase: put the submission back into the shape the gradebook knows."""
     return [
+        f"{PIPELINE}.strip_grader_metadata.StripGraderMetadata",  # no flag of the grader's from the submission
         f"{NBGRADER}.ClearOutput",
         f"{NBGRADER}.DeduplicateIds",
         f"{NBGRADER}.OverwriteKernelspec",

@@ -5,7 +5,8 @@ an allowlist, never a blocklist: each cell keeps only its nbgrader metadata (whi
 restored) and its source; each output keeps only text, errors, images and HTML; every piece of HTML
 (an output's `text/html`, a raw cell, and, at render time, each markdown cell:
 `grader.pipeline.safe_feedback_page`) goes through `clean_html`, the nh3 (Ammonia) sanitiser with
-the tags, attributes and URLs listed below, and nothing else. So the page holds no script, style,
+the tags, attributes and URLs listed below, and nothing else, every class and id prefixed with
+`student-` so that none takes the page's own style or anchors. So the page holds no script, style,
 link, form, frame, meta refresh, remote resource or `data:` document from a student, whatever the
 markup. Images are decoded and encoded again (Pillow), as 256-colour PNGs, with their width and
 height as integers; an image that does not decode, or is over `MAX_PIXELS`, is replaced by a note.
@@ -65,12 +66,23 @@ ATTRIBUTES = {
 LINK = re.compile(r"(?i)^(?:#[^\s]*|https?://[^\s]+|mailto:[^\s]+)$")  # what a link may point to
 INLINE_IMAGE = re.compile(r"^data:image/(?:png|jpeg|gif);base64,[A-Za-z0-9+/=\s]+$")  # all an image may show
 SIZE = re.compile(r"^\d{1,5}$")
+# The prefix of every class and id in content a submission controls: none of the page's own styles applies
+# to it and none of its anchors is taken over (a student's `class="panel-heading"` is `student-panel-heading`).
+STUDENT = "student-"
 
 
 def _attribute(tag: str, name: str, value: str) -> str | None:
-    """nh3's attribute filter: links to anchors and web pages only, images inline only, sizes as numbers."""
+    """nh3's attribute filter: links to anchors and web pages only, images inline only, sizes as numbers;
+    every class and id, and every link to an anchor, given the prefix STUDENT (see `clean_html`)."""
+    if name == "class":
+        return " ".join(STUDENT + part for part in value.split()) or None
+    if name == "id":
+        return STUDENT + value.strip() if value.strip() else None
     if tag == "a" and name == "href":
-        return value if LINK.match(value.strip()) else None
+        value = value.strip()
+        if value.startswith("#") and len(value) > 1:
+            value = f"#{STUDENT}{value[1:]}"
+        return value if LINK.match(value) else None
     if tag == "img" and name == "src":
         return value if INLINE_IMAGE.match(value.strip()) else None
     if name in ("width", "height") and tag == "img":
@@ -79,7 +91,10 @@ def _attribute(tag: str, name: str, value: str) -> str | None:
 
 
 def clean_html(fragment: str) -> str:
-    """`fragment` with only the allowlisted tags, attributes and URLs left; everything else removed or escaped."""
+    """`fragment` with only the allowlisted tags, attributes and URLs left; everything else removed or escaped.
+
+    Every class and id gets the prefix STUDENT, and every link to an anchor of the page with it, so that a
+    student's own anchors still work and no markup of theirs looks like, or stands for, the grader's."""
     return nh3.clean(fragment, tags=HTML_TAGS | MATHML_TAGS, attributes=ATTRIBUTES, attribute_filter=_attribute,
                      clean_content_tags={"script", "style", "template", "textarea", "title", "noscript", "xmp"},
                      url_schemes={"http", "https", "mailto", "data"}, strip_comments=True,

@@ -48,6 +48,7 @@ from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Dict, Instance, Integer, List, Unicode, default
 
+from grader.safe_text import for_terminal
 from grader.sandbox.bwrap import probe
 from grader.sandbox.kernel import SandboxedKernelManager
 from grader.sandbox.limits import KernelLimits
@@ -65,6 +66,10 @@ UNSAFE = "graded_without_sandbox"  # notebook metadata key set when the sandbox 
 WATCHDOG_ONLY = "graded_without_cgroup"  # notebook metadata key: why the kernel had no cgroup
 GRADER_UID = "graded_as_grader_uid"  # notebook metadata key: the kernel had no host uid of its own (ordinary user)
 EXECUTION_VARIABLE = "NBGRADER_EXECUTION"  # "autograde" in the grading process (nbgrader sets it)
+
+
+class KernelStartError(RuntimeError):
+    """A submission's kernel did not start; the message holds what its sandbox wrote (bounded, escaped)."""
 
 
 class GuardedExecute(Execute):
@@ -163,7 +168,13 @@ class GuardedExecute(Execute):
     start_new_kernel = run_sync(async_start_new_kernel)
 
     async def async_start_new_kernel_client(self):
-        client = await super().async_start_new_kernel_client()
+        km = self.km  # nbclient forgets it when the start fails
+        try:
+            client = await super().async_start_new_kernel_client()
+        except Exception as error:  # the kernel never answered: say what its sandbox wrote
+            said = km.stderr_text() if isinstance(km, SandboxedKernelManager) else ""
+            raise KernelStartError(f"the kernel did not start ({type(error).__name__}: {for_terminal(error)}); "
+                                   f"its sandbox said: {said or 'nothing'}") from None
         isolation = getattr(self.km, "isolation", "")
         if isolation.startswith("no cgroup"):
             self.nb.metadata[WATCHDOG_ONLY] = isolation
@@ -220,9 +231,11 @@ class GuardedExecute(Execute):
             elif self._stopped:  # it ignored the interrupt after its time limit
                 cell.outputs.append(_error("CellTimeoutError", self._stopped))
             else:
+                said = self.km.stderr_text() if isinstance(self.km, SandboxedKernelManager) else ""
                 self._stopped = "the kernel died"
-                cell.outputs.append(_error(KERNEL_DIED, "the kernel died while running this cell "
-                                           "(it exited, crashed, or ran out of memory)"))
+                self.log.warning("the kernel died; its sandbox said: %s", said or "nothing")
+                cell.outputs.append(_error(KERNEL_DIED, "the kernel died while running this cell (it exited, "
+                                           "crashed, or ran out of memory)" + (f"; it said: {said}" if said else "")))
             return cell, self.resources
         finally:
             self.timeout = configured

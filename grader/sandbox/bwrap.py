@@ -15,8 +15,16 @@ What the kernel gets (`Sandbox.command`):
   and the working directory, which holds a copy of the files of the notebook's own folder and of
   the course files every kernel gets (`course_files`: the lessons' helper module), which the
   notebook imports from there;
-- the per-submission run folder (connection file and IPC sockets) bound at the same path;
-- where libseccomp is available, a seccomp filter that refuses the keyring calls (grader.sandbox.seccomp).
+- its run folder (`RUN_DIR`: the connection file, which the grader hands in as data, and the IPC
+  sockets the kernel makes) on a tmpfs of its own of `RUN_DIR_SIZE` bytes, at a neutral path whose
+  parents the sandbox makes open (mode 755): nothing of the host's TMPDIR is bound, so neither its
+  path nor its parents' modes matter, and nothing the kernel writes reaches the host's disk. The
+  grader reaches the sockets from outside through the kernel's own root, `/proc/<pid>/root`
+  (`host_path`);
+- `/proc/loadavg` replaced by a file of zeros and `/proc/pressure` by an empty folder: neither gives
+  a kernel a view of how busy the machine, and so the other kernels of the batch, are;
+- where libseccomp is available, a seccomp filter that refuses the system calls kernels never need
+  (grader.sandbox.seccomp).
 
 Who the kernel is on the host: run as root, bwrap makes no user namespace; `setpriv` (util-linux),
 run inside the sandbox after the binds, drops to `host_uid` (one of its own per kernel) with no
@@ -47,6 +55,10 @@ MAX_COPIED_FILE = 16 * 1024**2  # bytes: larger files of the notebook's folder a
 MAX_COPIED_FILES = 200  # files of the notebook's folder copied in, in name order; the rest stay out
 SETPRIV = "/usr/bin/setpriv"
 PRLIMIT = "/usr/bin/prlimit"
+RUN_DIR = "/run/kernel"  # the kernel's run folder inside the sandbox: connection file and IPC sockets
+RUN_DIR_SIZE = 1024**2  # bytes of the run folder's tmpfs: sockets and a connection file take a few KiB
+CONNECTION_FILE = f"{RUN_DIR}/connection.json"
+LOADAVG = b"0.00 0.00 0.00 1/1 1\n"  # what /proc/loadavg shows a kernel
 
 
 class SandboxUnavailable(RuntimeError):
@@ -78,17 +90,19 @@ def python_dirs() -> list[str]:
 class Sandbox:
     """One submission's confinement. Sizes are bytes; 0 means no limit for that line."""
 
-    rundir: Path  # connection file and IPC sockets, bound read-write at the same path
+    connection: bytes = b""  # the connection file's content, written to CONNECTION_FILE (nothing: none)
     tmpfs_size: int = 256 * 1024**2  # each of /tmp, HOME, the working directory and /dev/shm
     host_uid: int | None = None  # root only: the kernel's own host uid (and gid), dropped to with setpriv
     env: dict[str, str] = field(default_factory=dict)  # the kernel's whole environment (bwrap clears the rest)
     course_files: dict[str, str] = field(default_factory=dict)  # name -> path, copied into the working directory
     max_tasks: int = 0  # ordinary user only: RLIMIT_NPROC inside the kernel's own user namespace (0: none)
 
-    def command(self, kernel_cmd: list[str], *, cwd: str | None = None) -> tuple[list[str], list[int]]:
+    def command(self, kernel_cmd: list[str], *, cwd: str | None = None,
+                info_fd: int | None = None) -> tuple[list[str], list[int]]:
         """(argv, file descriptors to pass) that run `kernel_cmd` in this sandbox.
 
-        The caller must close the descriptors once the process has started.
+        The caller must close the descriptors once the process has started. `info_fd`, a descriptor the
+        caller passes too, gets bwrap's JSON about the sandbox: `child-pid`, the kernel's pid on the host.
         """
         if self.host_uid is not None:
             namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup"]
@@ -98,8 +112,11 @@ class Sandbox:
             namespaces = ["--unshare-all", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
             open_dir = []
         # --as-pid-1: the kernel is PID 1 of its namespace, so nothing inside can signal it to death.
+        fds: list[int] = []
         args = [bwrap_executable(), *namespaces, "--as-pid-1", "--die-with-parent", "--new-session", "--clearenv",
                 "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev"]
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
         size = ["--size", str(self.tmpfs_size)] if self.tmpfs_size else []
         args += [*size, "--perms", "1777", "--tmpfs", "/dev/shm"]
         for path in SYSTEM_DIRS:
@@ -114,8 +131,15 @@ class Sandbox:
         for folder in (".ipython", ".jupyter", ".local", ".local/share", ".local/share/jupyter",
                        ".local/share/jupyter/runtime", ".config", ".config/matplotlib"):
             args += [*open_dir, "--dir", f"{HOME}/{folder}"]
-        args += ["--bind", str(self.rundir), str(self.rundir)]
-        fds = []
+        # The run folder: a small tmpfs of its own at a neutral path, its parent made open first (bwrap would
+        # make a missing parent as a folder only root may enter).
+        args += ["--perms", "0755", "--dir", os.path.dirname(RUN_DIR), "--size", str(RUN_DIR_SIZE), *open_dir,
+                 "--tmpfs", RUN_DIR]
+        args += ["--perms", "0444", "--ro-bind-data", str(_data_fd(LOADAVG, fds)), "/proc/loadavg"]
+        if os.path.isdir("/proc/pressure"):
+            args += ["--size", "4096", "--perms", "0555", "--tmpfs", "/proc/pressure"]
+        if self.connection:
+            args += ["--perms", "0644", "--file", str(_data_fd(self.connection, fds)), CONNECTION_FILE]
         for name, source in copied_files(cwd, self.course_files):
             fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
             fds.append(fd)
@@ -146,6 +170,22 @@ class Sandbox:
         return {**base, **self.env, "HOME": HOME, "IPYTHONDIR": f"{HOME}/.ipython",
                 "JUPYTER_CONFIG_DIR": f"{HOME}/.jupyter", "JUPYTER_RUNTIME_DIR": f"{HOME}/.local/share/jupyter/runtime",
                 "MPLCONFIGDIR": f"{HOME}/.config/matplotlib", "TMPDIR": "/tmp"}
+
+
+def host_path(pid: int, path: str) -> str:
+    """`path` of the sandbox whose first process is `pid` (bwrap's child, the kernel), as the host reaches it."""
+    return f"/proc/{pid}/root{path}"
+
+
+def _data_fd(data: bytes, fds: list[int]) -> int:
+    """A readable pipe holding `data` (at most a pipe's buffer, 64 KiB), added to `fds`."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    fds.append(read)
+    return read
 
 
 def traversable_parents(path: str) -> list[str]:

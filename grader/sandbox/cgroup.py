@@ -142,9 +142,11 @@ class KernelCgroup:
         return group
 
     @staticmethod
-    def sweep(prefix: str, in_use: Callable[[str], bool]) -> None:
+    def sweep(prefix: str, in_use: Callable[[str], bool], min_age: float = 0.0) -> None:
         """Delete the empty cgroups named `prefix...` that `in_use(name)` disowns: those of kernels whose
-        grading process was killed before it could remove them. A cgroup with tasks is never deleted."""
+        grading process was killed before it could remove them. A cgroup with tasks is never deleted, nor one
+        made less than `min_age` seconds ago (a kernel about to join it, of a grader whose TMPDIR, where
+        `in_use` looks, is another)."""
         mounts, v2 = _mounts()
         own = _own_paths()
         parents = [Path(mounts[c]) / own.get(c, "/").lstrip("/") for c in (*V1_REQUIRED, *V1_OPTIONAL) if c in mounts]
@@ -155,7 +157,9 @@ class KernelCgroup:
                 for folder in parent.glob(f"{prefix}*"):
                     if folder.is_dir() and not in_use(folder.name):
                         with contextlib.suppress(OSError):  # busy (tasks left), or removed meanwhile
-                            folder.rmdir()
+                            made = folder.stat()
+                            if time.time() - max(made.st_mtime, made.st_ctime) >= min_age:
+                                folder.rmdir()
 
     def describe(self) -> str:
         what = "cgroup v2" if self.version == 2 else "cgroup v1 (" + ", ".join(sorted(self.dirs)) + ")"

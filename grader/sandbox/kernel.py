@@ -3,8 +3,11 @@
 `SandboxedKernelManager` is what grader.pipeline.guarded_execute gives nbclient as its
 `kernel_manager_class`. Each kernel is started cold, used for one notebook and killed. It gets:
 
-- its own run folder (mode 700) holding the connection file and the IPC sockets: the transport is
-  `ipc`, never TCP, so there is no port for anything else on the machine to reach;
+- a run folder inside its sandbox, on a small tmpfs of its own (grader.sandbox.bwrap's `RUN_DIR`),
+  holding its copy of the connection file and the IPC sockets: the transport is `ipc`, never TCP, so
+  there is no port for anything else on the machine to reach. The grader keeps its own connection
+  file in a host folder of its own (mode 700, under TMPDIR) that the kernel never sees, and reaches
+  the sockets through the kernel's root (`/proc/<pid>/root`), whatever TMPDIR is;
 - the sandbox of grader.sandbox.bwrap, and, when the grader runs as root, a host uid of its own,
   chosen at random from `uid_range` (which no file of the machine is expected to own) and held by
   the run folder's name, so no two kernels of the machine share one;
@@ -21,7 +24,9 @@
   ordinary user, the number of tasks is set inside the sandbox instead (grader.sandbox.bwrap's
   `max_tasks`), where the kernel's own user namespace counts it for this kernel alone; `host_user`
   then says that the kernel is the grader's own uid on the host;
-- stdin, stdout and stderr on /dev/null: nothing it writes reaches the grader's terminal or log;
+- stdin and stdout on /dev/null; stderr on a pipe that the grader reads, keeping a bounded tail
+  (grader.sandbox.stderr_tail): nothing it writes reaches the grader's terminal or log as it is, and
+  a kernel that dies says why (`stderr_text`: bwrap's, setpriv's and the interpreter's messages);
 - clients whose sockets refuse any message over `max_message_bytes` before it is parsed
   (grader.sandbox.capped_client); a kernel that sends one is killed (`killed_for` says why).
 """
@@ -30,9 +35,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -46,12 +53,22 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from traitlets import Dict, Float, Instance, Tuple, Type, Unicode, default
 
-from grader.sandbox.bwrap import SANDBOX_UID, Sandbox, own_uids_possible, user_task_limit_possible
+from grader.sandbox.bwrap import (
+    CONNECTION_FILE,
+    RUN_DIR,
+    SANDBOX_UID,
+    Sandbox,
+    host_path,
+    own_uids_possible,
+    user_task_limit_possible,
+)
 from grader.sandbox.capped_client import CappedKernelClient
 from grader.sandbox.cgroup import CgroupUnavailable, KernelCgroup
 from grader.sandbox.limits import KernelLimits
+from grader.sandbox.stderr_tail import StderrTail
 
 RUN_FOLDER = "grader-kernel-"
+SWEEP_AGE = 3600.0  # seconds: a cgroup younger is never swept (its kernel may be about to join it, or just ended)
 
 
 def _memory(process: psutil.Process) -> int:
@@ -117,30 +134,68 @@ def _rss(process: psutil.Process) -> int:
         return 0
 
 
+def _child_pid(fd: int, timeout: float = 30.0) -> int | None:
+    """The kernel's host pid from bwrap's `--info-fd` JSON read from `fd` (closed here); None when bwrap
+    ended without one (it could not start: its stderr says why)."""
+    data, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(fd, 4096) if ready else b""
+            data += chunk
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                return int(json.loads(data)["child-pid"])
+            if ready and not chunk:
+                return None
+        return None
+    finally:
+        os.close(fd)
+
+
 class SandboxProvisioner(LocalProvisioner):
     """Launches the kernel command inside the sandbox described by its SandboxedKernelManager."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         km: SandboxedKernelManager = self.parent
-        if km.host_uid is not None:  # the kernel reads its connection file as its own user
-            os.chown(km.connection_file, km.host_uid, km.host_uid)
-        sandbox = Sandbox(rundir=km.rundir, tmpfs_size=km.limits.disk_limit, host_uid=km.host_uid, env=km.sandbox_env,
-                          course_files=dict(km.course_files),
+        with open(km.connection_file, "rb") as handle:  # the kernel's copy: its sockets in its own run folder
+            info = {**json.load(handle), "ip": f"{RUN_DIR}/kernel"}
+        cmd = [CONNECTION_FILE if part == km.connection_file else part for part in cmd]
+        sandbox = Sandbox(connection=json.dumps(info).encode(), tmpfs_size=km.limits.disk_limit,
+                          host_uid=km.host_uid, env=km.sandbox_env, course_files=dict(km.course_files),
                           max_tasks=km.limits.max_processes if km.host_uid is None else 0)
-        argv, fds = sandbox.command(cmd, cwd=str(kwargs.pop("cwd", "") or ""))
-        kwargs["pass_fds"] = fds
+        info_read, info_write = os.pipe()
+        stderr_read, stderr_write = os.pipe()
+        argv, fds = sandbox.command(cmd, cwd=str(kwargs.pop("cwd", "") or ""), info_fd=info_write)
+        kwargs["pass_fds"] = [*fds, info_write]
         kwargs["cwd"] = str(km.rundir)
         kwargs["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is set inside
         kwargs["preexec_fn"] = km.enter_limits
-        # Never the grader's own stdout and stderr: what the kernel writes there goes nowhere.
-        kwargs["stdin"] = kwargs["stdout"] = kwargs["stderr"] = subprocess.DEVNULL
+        # Never the grader's own stdout and stderr: what the kernel writes to stderr goes to a pipe read here.
+        kwargs["stdin"] = kwargs["stdout"] = subprocess.DEVNULL
+        kwargs["stderr"] = stderr_write
+        km.keep_cgroup()
+        km.stderr = StderrTail(stderr_read)
         try:
-            info = await super().launch_kernel(argv, **kwargs)
+            await super().launch_kernel(argv, **kwargs)
+        except subprocess.SubprocessError as error:  # bwrap was never run: say what the child wrote first
+            os.close(stderr_write)
+            stderr_write = -1
+            os.close(info_read)
+            raise RuntimeError(f"the kernel's sandbox could not be started ({error}): "
+                               f"{km.stderr_text() or 'nothing said'}") from None
+        except BaseException:
+            os.close(info_read)
+            raise
         finally:
-            for fd in fds:
-                os.close(fd)
+            for fd in (*fds, info_write, stderr_write):
+                if fd >= 0:
+                    os.close(fd)
         km.start_watchdog(self.process.pid)
-        return info
+        child = _child_pid(info_read)
+        if child is not None:  # the grader's sockets: the kernel's, reached through its root
+            km.ip = host_path(child, f"{RUN_DIR}/kernel")
+        self.connection_info = km.get_connection_info()
+        return self.connection_info
 
     async def send_signal(self, signum: int) -> None:
         if signum in (signal.SIGKILL, signal.SIGTERM):  # bwrap does not pass these on: end the whole tree
@@ -189,6 +244,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._watchdog: asyncio.Task | None = None
         self._root_pid: int | None = None
         self._client: CappedKernelClient | None = None
+        self.stderr: StderrTail | None = None
         self._cell: tuple[float, float] | None = None  # (CPU seconds at the cell's start, its CPU limit)
         self._interrupted_at: float | None = None
         self.cell_over_cpu = False  # the last cell went over its CPU limit and was interrupted
@@ -204,12 +260,12 @@ class SandboxedKernelManager(AsyncKernelManager):
                     break
                 except FileExistsError:
                     continue
-            os.chown(rundir, uid, uid)
             self.rundir, self.host_uid = rundir, uid
         else:
             self.rundir = Path(tempfile.mkdtemp(prefix=RUN_FOLDER))
-        # Kernels whose grading process was killed left their cgroups behind (their run folders are gone).
-        KernelCgroup.sweep(RUN_FOLDER, lambda name: (self.rundir.parent / name).exists())
+        # Kernels whose grading process was killed left their cgroups behind (their run folders are gone). A
+        # grader with another TMPDIR keeps its run folders elsewhere: its new cgroups are spared by their age.
+        KernelCgroup.sweep(RUN_FOLDER, lambda name: (self.rundir.parent / name).exists(), min_age=SWEEP_AGE)
         try:
             self.cgroup = KernelCgroup.create(self.rundir.name, memory=self.limits.tree_memory_limit,
                                               tasks=self.limits.max_processes)
@@ -248,18 +304,49 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def enter_limits(self) -> None:
         """Runs in the child between fork and exec: into the cgroup, and the rlimits, for bwrap, the
-        kernel and everything it starts."""
-        if self.cgroup is not None:
-            self.cgroup.join()
-        limits = [(resource.RLIMIT_CORE, 0)]
-        if self.limits.memory_limit:
-            limits.append((resource.RLIMIT_AS, self.limits.memory_limit))
-        if self.limits.file_size_limit:
-            limits.append((resource.RLIMIT_FSIZE, self.limits.file_size_limit))
-        if self.limits.max_processes and self.host_uid is not None:  # per uid: only meaningful for a uid of its own
-            limits.append((resource.RLIMIT_NPROC, self.limits.max_processes))
-        for which, value in limits:
-            resource.setrlimit(which, (value, value))
+        kernel and everything it starts. What fails is written to stderr (the pipe the grader reads) first:
+        subprocess reports only that an exception occurred here."""
+        try:
+            if self.cgroup is not None:
+                try:
+                    self.cgroup.join()
+                except FileNotFoundError:  # swept by another grader since keep_cgroup: make it again, then join
+                    KernelCgroup.create(self.rundir.name, memory=self.limits.tree_memory_limit,
+                                        tasks=self.limits.max_processes).join()
+            limits = [(resource.RLIMIT_CORE, 0)]
+            if self.limits.memory_limit:
+                limits.append((resource.RLIMIT_AS, self.limits.memory_limit))
+            if self.limits.file_size_limit:
+                limits.append((resource.RLIMIT_FSIZE, self.limits.file_size_limit))
+            if self.limits.max_processes and self.host_uid is not None:  # per uid: only for a uid of its own
+                limits.append((resource.RLIMIT_NPROC, self.limits.max_processes))
+            for which, value in limits:
+                resource.setrlimit(which, (value, value))
+        except BaseException as error:
+            os.write(2, f"grader: the kernel's limits could not be set: {type(error).__name__}: {error}\n".encode())
+            raise
+
+    def keep_cgroup(self) -> None:
+        """Right before the kernel starts: make its cgroup again if a grader of another course or version swept it
+        meanwhile (its sweep found no run folder of this kernel in its own TMPDIR), so that the kernel can join it."""
+        if self.cgroup is not None and not all(folder.is_dir() for folder in self.cgroup.dirs.values()):
+            self.cgroup.remove()
+            self.cgroup = KernelCgroup.create(self.rundir.name, memory=self.limits.tree_memory_limit,
+                                              tasks=self.limits.max_processes)
+
+    def cleanup_ipc_files(self) -> None:
+        """Nothing to remove: the sockets were in the sandbox's own run folder, a tmpfs gone with it. (Their
+        path through /proc/<pid>/root could name another process's files once the kernel's pid is reused.)"""
+
+    def stderr_text(self, wait: float = 1.0) -> str:
+        """What the kernel's sandbox wrote to stderr (bounded, one inert line); "" for nothing.
+        Waits up to `wait` seconds for the rest of it once the kernel is gone."""
+        if self.stderr is None:
+            return ""
+        if not (self.provisioner is not None and getattr(self.provisioner, "process", None) is not None
+                and self.provisioner.process.poll() is None):
+            self.stderr.wait(wait)
+        return self.stderr.text()
 
     def cpu_seconds(self) -> float | None:
         """CPU seconds the kernel's cgroup has used so far; None without a cgroup that counts them."""

@@ -118,3 +118,44 @@ def test_hostile_feedback_pages_load_nothing_navigate_nowhere_and_show_the_grade
         page.close()
     assert not problems, problems
     assert listener[1] == [], f"the listener was reached: {listener[1]}"
+
+
+# The grader's test panel, as the page's stylesheet draws it: a blue heading (#2b6cb0) in a blue-bordered box.
+PANEL_BLUE = "rgb(43, 108, 176)"
+# The look-alikes as drawn: rendered markdown and outputs (the answer's source, shown as code, holds the text too).
+LOOK_ALIKE = """text => [...document.querySelectorAll('*')].filter(e => e.children.length === 0
+    && e.textContent.includes(text) && e.closest('.text_cell_render, .output_area')).map(e => {
+  const box = e.closest('[class*="nbgrader_cell"]');
+  const heading = box && box.querySelector('[class*="panel-heading"]');
+  return {box: box ? getComputedStyle(box).borderTopColor + ' ' + getComputedStyle(box).borderTopWidth : 'none',
+          heading: heading ? getComputedStyle(heading).backgroundColor : 'none'};
+})"""
+OWNER = """id => { const found = document.querySelectorAll('[id="' + id + '"]');
+  return [...found].map(e => e.tagName + (e.closest('.text_cell_render, .output_area') ? ' in student content' : ''));
+}"""
+
+
+@pytest.mark.needs("playwright", "chromium")
+def test_a_look_alike_panel_neither_looks_like_the_graders_nor_takes_its_anchor(batch, browser):
+    """tests/fixtures/hostile/output-and-pages.toml's look_alike_panel draws the page's own test panel, with a full
+    score and the first tests' ids, in markdown and in an HTML output. In Chromium, neither has the panel's blue
+    heading or border, and each anchor of the page is the grader's alone (a student's ids are prefixed)."""
+    course, _, rows = batch
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    try:
+        page.goto(course.layout.feedback_page("look_alike_panel", LESSON).resolve().as_uri())
+        for text in ("LOOK-ALIKE passed", "LOOK-ALIKE output"):
+            found = page.evaluate(LOOK_ALIKE, text)
+            assert found, f"{text!r} is not on the page"
+            for styles in found:
+                assert PANEL_BLUE not in styles["box"] and styles["heading"] != PANEL_BLUE, (text, styles)
+        real = page.evaluate("getComputedStyle(document.querySelector('#notebook .nbgrader_cell')).borderTopColor")
+        assert real == PANEL_BLUE, f"the grader's own panel is {real}: this test no longer knows the page's style"
+        for grade_id in ("test_split_heads", "test_multi_head_attention_forward"):
+            assert page.evaluate(OWNER, grade_id) == ["A"], grade_id  # the grader's anchor, alone
+            page.goto(course.layout.feedback_page("look_alike_panel", LESSON).resolve().as_uri() + f"#{grade_id}")
+            assert page.evaluate("document.querySelector(':target').closest('.text_cell_render, .output_area')") \
+                is None, grade_id
+        assert rows["look_alike_panel"]["total"] == rows["honest"]["total"]  # an honest answer beside the look-alikes
+    finally:
+        page.close()

@@ -12,7 +12,14 @@ from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
 from grader.course import REPO
-from grader.pipeline.guarded_execute import KERNEL_DIED, NOT_RUN, OUTPUT_CAPPED, UNSAFE, GuardedExecute
+from grader.pipeline.guarded_execute import (
+    KERNEL_DIED,
+    NOT_RUN,
+    OUTPUT_CAPPED,
+    UNSAFE,
+    GuardedExecute,
+    KernelStartError,
+)
 from grader.sandbox import bwrap
 from grader.sandbox.limits import KernelLimits
 from tests.support import count_sandboxed_kernel
@@ -39,7 +46,7 @@ def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone():
     nb = run(
         probe,
         "print('x' * 5000)",
-        "import os\nos._exit(3)",
+        "import os, time\nos.write(2, b'last words \\x1b[2J\\n')\ntime.sleep(0.5)\nos._exit(3)",
         "print('never')",
         output_bytes_per_cell=1000,
     )
@@ -51,8 +58,17 @@ def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone():
     else:
         assert uid == "65534"
     assert any(o.get("ename") == OUTPUT_CAPPED for o in flood.outputs) and "x" * 5000 not in text(flood)
-    assert any(o.get("ename") == KERNEL_DIED for o in exit_cell.outputs)
+    [died] = [o for o in exit_cell.outputs if o.get("ename") == KERNEL_DIED]
+    assert died.evalue.endswith("it said: last words \\x1b[2J"), died.evalue  # its stderr, escaped
     assert [o.get("ename") for o in after.outputs] == [NOT_RUN]
+
+
+def test_a_kernel_that_cannot_start_says_why_in_one_inert_line():
+    with pytest.raises(KernelStartError) as raised:
+        run("print(1)", kernel_env={"PYTHONHOME": "/nonexistent"})
+    message = str(raised.value)
+    assert "Kernel died before replying" in message and "No module named 'encodings'" in message, message
+    assert "\n" not in message and "PYTHONHOME = '/nonexistent'\\n" in message
 
 
 def test_without_a_sandbox_grading_refuses_unless_told_and_then_says_so():

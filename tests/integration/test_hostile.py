@@ -215,7 +215,12 @@ def hostile(request, tmp_path_factory) -> Hostile:
     guarded = [course.root / "nbgrader_config.py", REPO / "nbgrader_config.py", REPO / "grader" / "nbgrader_config.py",
                REPO / "grader" / "pipeline" / "__init__.py"]
     before = {str(path): digest(path) for path in guarded}
-    env = {**os.environ, "HOME": str(home), "HOSTILE_ENV_SECRET": planted["env"]}
+    # TMPDIR under a private (0700) folder, as job schedulers set it: every kernel died there before the run
+    # folder moved into the sandbox (issue 39; tests/integration/test_environments.py has the other places).
+    tmpdir = root / "job" / "tmp"
+    tmpdir.mkdir(parents=True)
+    tmpdir.parent.chmod(0o700)
+    env = {**os.environ, "HOME": str(home), "HOSTILE_ENV_SECRET": planted["env"], "TMPDIR": str(tmpdir)}
     key = plant_key(f"hostile-canary-{token}", planted["keyring"])
     sampled = Sampled({}, {}, {}, 0)
     stop = threading.Event()
@@ -282,6 +287,20 @@ def test_every_honest_student_has_their_exact_score_and_no_attack_gained_anythin
         if missing:  # every submission's verdict is reported, not only the first wrong one
             flagless[name] = f"expected flags {missing} in {row['notes']!r}"
     assert not wrong and not flagless, (wrong, flagless)
+
+
+def test_no_submission_forged_the_graders_flags_or_weaker_lines(hostile):
+    """A submission carrying the grader's own metadata keys (its `not_flags`) gets none of the flags they
+    would give, unless the honest students get them too (an ordinary user's kernels have no cgroup), and the
+    summary has no UNSAFE: line and no WEAKER: line that no honest row explains."""
+    honest = set(hostile.rows["honest_reference"]["flags"].split("; "))
+    forged = {name: [flag for flag in spec["not_flags"] if flag not in honest
+                     and flag in hostile.rows[name]["flags"].split("; ")]
+              for name, spec in hostile.cases.items() if spec.get("not_flags") and name in hostile.rows}
+    assert not any(forged.values()), forged
+    assert "UNSAFE:" not in hostile.run.stdout
+    for flag, line in (("no-cgroup", "WEAKER: kernels had no cgroup"), ("grader-uid", "WEAKER: kernels ran as")):
+        assert flag in honest or line not in hostile.run.stdout, hostile.run.stdout
 
 
 def test_no_secret_reached_any_output_or_feedback(hostile):

@@ -105,7 +105,7 @@ def test_the_keyring_calls_are_refused():
 def test_each_kernels_host_uid_read_from_the_host_is_neither_root_nor_the_graders():
     """Two kernels in a row: the host's process table shows each as a uid of its own (bwrap and setpriv,
     which start as root and drop to it, aside)."""
-    seen: dict[str, set[int]] = {}  # kernel (its connection file) -> the uids its processes had
+    seen: dict[str, set[int]] = {}  # kernel (its process) -> the uids it had
     done = threading.Event()
 
     def watch() -> None:
@@ -116,9 +116,8 @@ def test_each_kernels_host_uid_read_from_the_host_is_neither_root_nor_the_grader
                     # bwrap and setpriv start as root and drop to the kernel's uid before it runs
                     # (setpriv's command line names the kernel it is about to become)
                     if process.name() not in ("bwrap", "setpriv") and "ipykernel_launcher" in " ".join(command):
-                        # one kernel may show as more than one process: key by its connection file
-                        kernel = command[command.index("-f") + 1] if "-f" in command else str(process.pid)
-                        seen.setdefault(kernel, set()).update(process.uids())
+                        # every kernel's connection file has the same path in its own sandbox: key by process
+                        seen.setdefault(str(process.pid), set()).update(process.uids())
                 except psutil.Error:
                     pass
             time.sleep(0.05)
@@ -188,9 +187,35 @@ def test_cgroups_left_by_a_killed_grading_process_are_swept_and_live_ones_kept()
     stale = KernelCgroup.create(f"{kernel.RUN_FOLDER}stale-{os.getpid()}", memory=0, tasks=0)
     live = KernelCgroup.create(f"{kernel.RUN_FOLDER}live-{os.getpid()}", memory=0, tasks=0)
     try:
+        # A grader with another TMPDIR sees no run folder of a kernel about to join its new cgroup: spared by age.
+        KernelCgroup.sweep(kernel.RUN_FOLDER, lambda name: "stale" not in name, min_age=kernel.SWEEP_AGE)
+        assert all(folder.exists() for folder in stale.dirs.values())
         KernelCgroup.sweep(kernel.RUN_FOLDER, lambda name: "stale" not in name)
         assert not any(folder.exists() for folder in stale.dirs.values())
         assert all(folder.exists() for folder in live.dirs.values())
     finally:
         stale.remove()
         live.remove()
+
+
+@needs_cgroup
+def test_a_cgroup_swept_before_its_kernel_joined_is_made_again():
+    """Another grader (another TMPDIR, or an older version) may sweep a fresh cgroup before its kernel joins it:
+    the kernel still starts, in a cgroup of its own."""
+    prepare = kernel.SandboxedKernelManager._prepare_rundir
+
+    def swept(self) -> None:
+        prepare(self)
+        self.cgroup.remove()
+
+    with mock.patch.object(kernel.SandboxedKernelManager, "_prepare_rundir", swept):
+        nb = run("print('ran')")  # without the cgroup made again, the kernel cannot join it and never starts
+    assert text(nb.cells[0]).strip() == "ran" and WATCHDOG_ONLY not in nb.metadata, text(nb.cells[0])
+
+
+@needs_cgroup
+def test_limits_that_cannot_be_entered_say_why_instead_of_subprocess_alone():
+    """subprocess says only "Exception occurred in preexec_fn": the child writes what failed to the stderr pipe."""
+    with mock.patch.object(cgroup.KernelCgroup, "join", side_effect=PermissionError(13, "refused by the test")), \
+            pytest.raises(RuntimeError, match=r"limits could not be set: PermissionError: \[Errno 13\] refused by"):
+        run("print(1)")

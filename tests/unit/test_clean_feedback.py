@@ -121,8 +121,18 @@ def test_no_attack_of_a_hostile_notebook_is_left_on_its_feedback_page():
     assert "data:application" not in lowered and "<math" in page  # equations drawn as MathML, no script
 
 
+def test_no_class_or_id_of_a_student_can_be_one_of_the_pages_own():
+    """A student's classes and ids are prefixed, their links to anchors too: none takes the grader's style or anchor."""
+    fake = ('<div class="nbgrader_cell"><div class="panel-heading" id="test_scores">Tests of Exercise 1</div>'
+            '<span class="pull-right" name="top">Score: 3.0 / 3.0</span><a href="#top">(Top)</a></div>')
+    assert clean_html(fake) == ('<div class="student-nbgrader_cell"><div class="student-panel-heading" '
+                                'id="student-test_scores">Tests of Exercise 1</div><span class="student-pull-right">'
+                                'Score: 3.0 / 3.0</span><a href="#student-top" rel="noopener noreferrer nofollow">'
+                                '(Top)</a></div>')
+
+
 def test_links_in_a_page_go_only_to_anchors_and_web_pages():
-    assert clean_html('<a href="#x">a</a>') == '<a href="#x" rel="noopener noreferrer nofollow">a</a>'
+    assert clean_html('<a href="#x">a</a>') == '<a href="#student-x" rel="noopener noreferrer nofollow">a</a>'
     for href in ("javascript:alert(1)", "&#106;avascript:alert(1)", "data:text/html,x", "file:///etc/passwd",
                  "vbscript:x", "data:application/xhtml+xml;base64,PGh0bWw+"):
         assert "href" not in clean_html(f'<a href="{href}">a</a>'), href

@@ -26,6 +26,6 @@ def test_the_pattern_finds_what_the_warm_template_held():
     assert all(FORBIDDEN.search(line) for line in held)
 
 
-def test_the_keyring_filter_comes_from_libseccomp():
-    program = seccomp.keyring_filter()
+def test_the_kernel_filter_comes_from_libseccomp():
+    program = seccomp.kernel_filter()
     assert program is not None and len(program) % 8 == 0  # whole BPF instructions, as libseccomp exports them

@@ -19,6 +19,7 @@ from grader.pipeline.exercise_labels import ExerciseLabels
 from grader.pipeline.guarded_execute import GuardedExecute
 from grader.pipeline.inject_trusted_checks import InjectTrustedChecks
 from grader.pipeline.repair_cells import RepairCells
+from grader.pipeline.strip_grader_metadata import StripGraderMetadata
 from grader.pipeline.strip_nbval_markers import StripNbvalMarkers
 from grader.pipeline.strip_pairing_metadata import StripPairingMetadata
 from grader.pipeline.verify_trusted_checks import VerifyTrustedChecks
@@ -39,7 +40,7 @@ STANDS_FOR = {RepairCells: OverwriteCells, GuardedExecute: Execute, CheckCellMet
 
 @pytest.mark.parametrize(("steps", "converter", "trait", "added"), [
     (pipeline.release_steps, GenerateAssignment, "preprocessors", []),
-    (pipeline.sanitize_steps, Autograde, "sanitize_preprocessors", []),
+    (pipeline.sanitize_steps, Autograde, "sanitize_preprocessors", [StripGraderMetadata]),
     (pipeline.autograde_steps, Autograde, "autograde_preprocessors", []),
     (pipeline.feedback_steps, GenerateFeedback, "preprocessors", [ExerciseLabels, OnlyTestCells,
                                                                          CleanFeedbackCells]),

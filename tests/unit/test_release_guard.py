@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import nbformat
 import pytest
 
 from grader.authoring import release, release_guard
@@ -59,3 +60,24 @@ def test_force_backs_up_the_notebook_and_its_checkpoint_outside_the_lesson_folde
                                         f"{LESSON}.backup-20261203-090500-checkpoint.ipynb"]
     assert [c.read_text() for c in copies] == ["answers", "older answers"]
     assert all(c.parent == tmp_path / "lessons" for c in copies)
+
+
+def test_without_git_the_lesson_notebook_is_compared_with_a_release_made_in_memory(tmp_path):
+    """A zip download of the course has no .git and no record: its untouched lesson notebook is the release a
+    release of solutions/ makes now, so it may be replaced; one with an answer typed in is someone's work."""
+    from functools import partial
+
+    from grader.authoring.release_in_memory import released_notebook
+    from grader.notebook import cells_by_id
+
+    copy = tmp_path / "zip download" / "lessons" / LESSON / f"{LESSON}.ipynb"  # no git above it
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(student_notebook(LESSON).read_bytes())
+    state, released = tmp_path / "state", partial(released_notebook, LESSON)
+    assert release_guard.is_work(copy, state)  # without the comparison: refused, as before
+    assert not release_guard.is_work(copy, state, released=released)
+    nb = nbformat.read(copy, as_version=4)
+    answer = next(cell for cell in cells_by_id(nb).values() if cell.metadata["nbgrader"].get("solution"))
+    answer.source += "\n# my answer"
+    nbformat.write(nb, copy)
+    assert release_guard.is_work(copy, state, released=released)

@@ -17,20 +17,26 @@ def fake_grade(job: Job) -> Result:
         os._exit(9)
     if job.student == "hangs":
         time.sleep(600)
+    if job.student == "raises":
+        raise ValueError("broken\x1b[2J")
     return Result(job.student, "graded", scores={"test": 1.0})
 
 
 def test_a_dying_or_hanging_job_fails_alone_and_the_others_are_graded(monkeypatch):
     monkeypatch.setattr(supervisor, "grade", fake_grade)
-    jobs = [Job(str(REPO), "03-parallel-heads", student) for student in ("ada", "dies", "hangs", "grace")]
+    jobs = [Job(str(REPO), "03-parallel-heads", student) for student in ("ada", "dies", "hangs", "grace", "raises")]
     done = []
     started = time.monotonic()
     results = supervisor.supervise(jobs, workers=2, job_timeout=2, done=done.append)
     assert time.monotonic() - started < 60
-    assert [r.student for r in results] == ["ada", "dies", "hangs", "grace"]
-    assert [r.status for r in results] == ["graded", "failed", "failed", "graded"]
+    assert [r.student for r in results] == ["ada", "dies", "hangs", "grace", "raises"]
+    assert [r.status for r in results] == ["graded", "failed", "failed", "graded", "failed"]
     assert "died (exit code 9)" in results[1].reason and "longer than 2 s" in results[2].reason
-    assert sorted(r.student for r in done) == ["ada", "dies", "grace", "hangs"]
+    assert sorted(r.student for r in done) == ["ada", "dies", "grace", "hangs", "raises"]
+    # An unexpected failure keeps its traceback for the log, as one inert line.
+    detail = results[4].detail
+    assert "Traceback" in detail and "in fake_grade" in detail and detail.endswith("ValueError: broken\\x1b[2J")
+    assert "\n" not in detail and "\x1b" not in detail
     assert multiprocessing.active_children() == []  # the hanging one stopped, every one reaped
 
 
@@ -58,3 +64,11 @@ def test_a_process_grades_its_share_of_jobs_then_a_fresh_one_takes_over(monkeypa
     pids = [r.scores["pid"] for r in results]
     assert pids[0] == pids[1] and pids[2] == pids[3] and len(set(pids)) == 3
     assert multiprocessing.active_children() == []  # every grading process ended and reaped
+
+
+def test_the_worker_keeps_the_traceback_of_a_grader_error(tmp_path):
+    from grader.grading.worker import grade
+
+    result = grade(Job(str(tmp_path / "no course"), "03-parallel-heads", "ada"))
+    assert result.status == "failed" and result.reason.startswith("grader error: ")
+    assert "Traceback" in result.detail and "\n" not in result.detail
