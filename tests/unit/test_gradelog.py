@@ -12,8 +12,8 @@ def test_the_log_has_one_line_per_submission_with_its_fields(tmp_path):
     log = tmp_path / "logs" / "x.log"
     gradelog.append(log, "03-parallel-heads", Result("ada", "graded", scores=dict(POINTS), seconds=3.21), POINTS)
     gradelog.append(log, "03-parallel-heads", Result("eve\nx", "failed", reason="bad\x1b[2J", seconds=1), POINTS)
-    gradelog.append(log, "03-parallel-heads", Result("bob", "failed", reason="grader error", detail="Traceback\nError\x1b"),
-                    POINTS)
+    failed = Result("bob", "failed", reason="grader error", detail="Traceback\nError\x1b")
+    gradelog.append(log, "03-parallel-heads", failed, POINTS)
     lines = log.read_text().splitlines()
     assert len(lines) == 3 and lines[2].split("\t")[6] == "Traceback\\nError\\x1b"
     assert lines[0].split("\t")[1:] == ["ada", "03-parallel-heads", "7/7", "graded", "3.2"]
