@@ -53,6 +53,7 @@ from traitlets.config import Config, PyFileConfigLoader
 from grader.authoring import dist_steps
 from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
 from grader.errors import DistributionRefused, NotReleased
+from grader.extras import LESSON_EXTRAS
 from grader.grading.late import LatePolicy
 from grader.student.layout import JUPYTER_CONFIG, LESSON_HELPERS
 
@@ -156,13 +157,19 @@ def requirements() -> str:
                                   "update grader/authoring/dist.py")
     return ("# What the lessons, `make lab`, `make check` and `make submit` need; `make` installs it into .venv.\n"
             "# nbgrader provides the Validate button and the self-check's machinery. Lower bounds are the versions\n"
-            "# the course was built and tested with. The optional Lesson 5 also needs requirements-torch.txt.\n"
+            f"# the course was built and tested with. Also requirements-torch.txt, for {_torch_lessons()}.\n"
             + "".join(f"{course[name]}\n" for name in STUDENT_REQUIREMENTS))
+
+
+def _torch_lessons() -> str:
+    """The lessons that need the torch extra, as the README names them ("Lesson 5 (05-pytorch-module)")."""
+    return ", ".join(f"Lesson {int(lesson[:2])} ({lesson})" for lesson, extras in LESSON_EXTRAS.items()
+                     if "torch" in extras)
 
 
 def torch_requirements() -> str:
     """requirements-torch.txt of the distribution: every requirement of the course's torch extra."""
-    return ("# The optional PyTorch extra, for Lesson 5 (05-pytorch-module) only: `make torch` installs it into\n"
+    return (f"# The optional PyTorch extra, for {_torch_lessons()} only: `make torch` installs it into\n"
             "# .venv. The other lessons do without it. On Linux, PyPI's torch bundles CUDA (several GB).\n"
             + "".join(f"{requirement}\n" for requirement in read_requirements(REPO / "requirements-torch.in").values()))
 
