@@ -50,6 +50,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from traitlets.config import Config, PyFileConfigLoader
 
+from grader import markers
 from grader.authoring import dist_steps
 from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
 from grader.errors import DistributionRefused, NotReleased
@@ -67,7 +68,7 @@ RELEASES = ".course/releases"
 MANIFEST = ".course/manifest.json"
 KEPT_ON_REBUILD = (".git", ".venv")  # of an earlier distribution in the output folder
 IGNORED = re.compile(r"(^|/)(\.ipynb_checkpoints|__pycache__)(/|$)|\.pyc$")
-MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS|BEGIN MARK SCHEME")
+MARKERS = markers.any_marker()
 
 
 # ---------------------------------------------------------------- what the distribution holds

@@ -10,17 +10,18 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
-from grader import notebook
+from grader import markers, notebook
 from grader.trusted import wire
 from grader.trusted.prepared_checks import HARNESS, RESOURCE, Prepared, Run
 from grader.trusted.spec import Case, SpecError, load_spec, seeded
 
 
-def _with_call(source: str, call_line: str) -> str:
+def _with_call(source: str, call_line: str, config=None) -> str:
     """The source with its hidden-test block replaced by `call_line` (appended if it has none)."""
     lines = source.splitlines()
-    begin = next((i for i, line in enumerate(lines) if "BEGIN HIDDEN TESTS" in line), None)
-    end = next((i for i, line in enumerate(lines) if "END HIDDEN TESTS" in line and i > (begin or 0)), None)
+    opening, closing = markers.hidden_tests(config)
+    begin = next((i for i, line in enumerate(lines) if opening in line), None)
+    end = next((i for i, line in enumerate(lines) if closing in line and i > (begin or 0)), None)
     if begin is None or end is None:
         return source.rstrip("\n") + "\n" + call_line
     indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
@@ -82,7 +83,8 @@ class InjectTrustedChecks(NbGraderPreprocessor):
                 n_args=[len(args) if check.unchanged_args else None for args in sent],
                 rngs=[states for _, states in outcomes])
             text = json.dumps(payload, separators=(",", ":"))
-            cell.source = _with_call(cell.source, f"{run.entry}({grade_id!r}, {check.function}, {text!r})")
+            cell.source = _with_call(cell.source, f"{run.entry}({grade_id!r}, {check.function}, {text!r})",
+                                     self.config)
         missing = sorted(set(spec.checks) - set(run.prepared))
         if missing:
             self.log.warning("trusted checks without a test cell in the notebook: %s", ", ".join(missing))

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from grader import markers
 from grader.trusted.wire import Raised, Rng, Unsupported
 
 SPECS = Path(__file__).resolve().parent / "specs"
@@ -32,12 +33,13 @@ SPECS = Path(__file__).resolve().parent / "specs"
 # being autograded (nbval, `make reference`, `nbgrader validate`) it does nothing. When it is, the
 # grader replaces it with the call that reports results; if the grader's preprocessors are not in
 # the pipeline, it fails the cell rather than letting the visible checks alone award the points.
+_BEGIN, _END = markers.hidden_tests()
 HIDDEN_BLOCK = (
-    "### BEGIN HIDDEN TESTS\n"
+    f"### {_BEGIN}\n"
     "# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.\n"
     'assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", '
     '"these hidden tests need the course\'s trusted grader (grader/trusted)"\n'
-    "### END HIDDEN TESTS"
+    f"### {_END}"
 )
 
 
