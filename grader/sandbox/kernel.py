@@ -294,7 +294,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.provisioner = SandboxProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
             # Interrupts travel as a control message: a signal to bwrap would not reach the kernel.
             self.kernel_spec.interrupt_mode = "message"
-        await super().start_kernel(**kw)
+        try:
+            await super().start_kernel(**kw)
+        except BaseException:  # a kernel that never started: free this manager's ZeroMQ context and files now,
+            await self.cleanup_resources()  # not in the garbage collector (a ResourceWarning in whatever runs then)
+            raise
 
     def client(self, **kwargs) -> CappedKernelClient:
         """A client whose sockets refuse messages over max_message_bytes; the watchdog watches it."""

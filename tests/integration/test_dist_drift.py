@@ -67,7 +67,8 @@ def test_the_student_commands_are_the_course_commands_that_run_student_code():
     student = {name: module for name, module in course_cli.COMMANDS.items() if module.startswith("grader.student.")}
     assert student == cli.COMMANDS == {"lab": "grader.student.lab", "check": "grader.student.check",
                                        "submit": "grader.student.submit"}
-    assert {"release", "reference", "autograde", "dist"} == set(course_cli.COMMANDS) - set(student)
+    assert {"release", "reference", "autograde", "override", "dist", "hub-release", "hub-collect"} == \
+        set(course_cli.COMMANDS) - set(student)
 
 
 def test_the_course_and_the_student_code_share_one_root_and_one_list_of_lessons():

@@ -146,10 +146,10 @@ def check(graded: dict) -> None:
         row = graded["rows"][name]
         got = {grade_id: float(row[grade_id]) for grade_id in points} if row["status"] == "graded" else row["status"]
         if got != batch_scores(LESSON, graded["release"], spec):
-            wrong[name] = (got, row["flags"], row.get("reason"))
+            wrong[name] = (got, row["notes"], row.get("reason"))
     assert not wrong, (wrong, graded["log"])
-    honest = set(graded["rows"]["honest_reference"]["flags"].split("; "))
-    forged = set(graded["rows"]["forged_grader_metadata"]["flags"].split("; "))
+    honest = set(graded["rows"]["honest_reference"]["notes"].split("; "))
+    forged = set(graded["rows"]["forged_grader_metadata"]["notes"].split("; "))
     assert "unsafe-no-sandbox" not in forged and forged & {"no-cgroup", "grader-uid"} <= honest, (forged, honest)
     assert "UNSAFE:" not in summary, summary
 

@@ -20,6 +20,7 @@ NEEDS = {
     "chromium": "tests/e2e/test_browser.py",
     "dask": "tests/integration/test_scale.py",
     "postgres": "tests/integration/test_scale.py",
+    "jupyterhub": "tests/e2e/test_hub.py",
 }
 
 

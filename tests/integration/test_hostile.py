@@ -293,9 +293,9 @@ def test_no_submission_forged_the_graders_flags_or_weaker_lines(hostile):
     """A submission carrying the grader's own metadata keys (its `not_flags`) gets none of the flags they
     would give, unless the honest students get them too (an ordinary user's kernels have no cgroup), and the
     summary has no UNSAFE: line and no WEAKER: line that no honest row explains."""
-    honest = set(hostile.rows["honest_reference"]["flags"].split("; "))
+    honest = set(hostile.rows["honest_reference"]["notes"].split("; "))
     forged = {name: [flag for flag in spec["not_flags"] if flag not in honest
-                     and flag in hostile.rows[name]["flags"].split("; ")]
+                     and flag in hostile.rows[name]["notes"].split("; ")]
               for name, spec in hostile.cases.items() if spec.get("not_flags") and name in hostile.rows}
     assert not any(forged.values()), forged
     assert "UNSAFE:" not in hostile.run.stdout
