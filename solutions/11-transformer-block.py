@@ -495,7 +495,7 @@ def check_layer_norm_backward():
     assert dgamma.shape == dbeta.shape == (3,), (
         f"dgamma and dbeta have the shape of gamma, (3,); got {dgamma.shape} and {dbeta.shape}: "
         "sum over every axis but the last (gamma and beta are shared by all positions)")
-    if np.allclose(dx, [[1.2247, 0.0, 0.0]], atol=1e-4):
+    if np.abs(dx - [[1.2247, 0.0, 0.0]]).max() < 1e-4:
         raise AssertionError("dx = dout * gamma / sigma leaves out how mu and sigma depend on x: "
                              "subtract mean(g) and x_hat * mean(g * x_hat) before dividing by sigma")
     assert np.allclose(dx, [[0.204124, -0.408248, 0.204124]], atol=1e-5), f"dx should be [0.2041, -0.4082, 0.2041], got {dx}"
@@ -516,14 +516,14 @@ def check_layer_norm_backward():
     x_, dout_ = rng_.standard_normal((2, 3, 5)) * 2 + 1, rng_.standard_normal((2, 3, 5))
     gamma = 1 + rng_.standard_normal(5)
     dx, dgamma, dbeta = (np.asarray(g) for g in layer_norm_backward(dout_, x_, gamma, eps=1e-12))
-    assert np.allclose(dx.sum(axis=-1), 0, atol=1e-10), "each position's dx should sum to 0"
-    assert np.allclose((dx * (x_ - x_.mean(axis=-1, keepdims=True))).sum(axis=-1), 0, atol=1e-10), (
+    assert np.allclose(dx.sum(axis=-1), 0, atol=1e-7), "each position's dx should sum to 0"
+    assert np.allclose((dx * (x_ - x_.mean(axis=-1, keepdims=True))).sum(axis=-1), 0, atol=1e-7), (
         "each position's dx should be orthogonal to x - mu: subtract x_hat * mean(g * x_hat)")
     dx5, dgamma5, _ = (np.asarray(g) for g in layer_norm_backward(dout_, 5 * x_ + 3, gamma, eps=1e-12))
-    assert np.allclose(dx5, dx / 5, atol=1e-10) and np.allclose(dgamma5, dgamma, atol=1e-10), (
+    assert np.allclose(dx5, dx / 5, atol=1e-7) and np.allclose(dgamma5, dgamma, atol=1e-7), (
         "LN(5x + 3) = LN(x): dx should be divided by 5, dgamma unchanged")
     dx_g = np.asarray(layer_norm_backward(dout_ * gamma, x_, np.ones(5), eps=1e-12)[0])
-    assert np.allclose(dx_g, dx, atol=1e-10), "dx depends on dout and gamma through g = dout * gamma only"
+    assert np.allclose(dx_g, dx, atol=1e-7), "dx depends on dout and gamma through g = dout * gamma only"
 
 
 check_layer_norm_backward()
