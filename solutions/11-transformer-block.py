@@ -35,6 +35,7 @@
 # - write `gelu` in its tanh form and measure its largest difference from the exact erf form;
 # - write `transformer_block`, the pre-norm block with a causal mask;
 # - write `mlp_head_interaction` and measure where two heads first combine non-linearly;
+# - write the MLP's backward pass, `mlp_backward`, GELU's derivative included;
 # - stack 1 to 32 blocks, pre-norm and post-norm, and measure the size of the stream and of the
 #   gradient reaching the first block;
 # - count the block's parameters, $12C^2 + 13C$, and rebuild GPT-2 small's total from it.
@@ -49,7 +50,7 @@
 # - the multi-head layer of Lessons 3 and 4, the causal mask of Lesson 6, and the backward pass
 #   and finite-difference check of Lesson 7.
 #
-# Five graded exercises sit in the lesson, each where its idea is taught. Their visible checks run
+# Six graded exercises sit in the lesson, each where its idea is taught. Their visible checks run
 # as you work; hidden tests with fresh inputs run when your notebook is graded.
 
 # %%
@@ -665,7 +666,7 @@ plt.show()
 # parts in $10^4$ and vanishes for large $|u|$.*
 #
 # Counting parameters, the MLP has $C \cdot 4C + 4C$ in its first layer and $4C \cdot C + C$ in its
-# second: $8C^2 + 5C$, twice the attention layer's $4C^2 + 4C$. Section 8 counts the whole block.
+# second: $8C^2 + 5C$, twice the attention layer's $4C^2 + 4C$. Section 9 counts the whole block.
 #
 # ## 5. The block
 #
@@ -967,7 +968,107 @@ print("seeds where some pair of heads does not interact in the MLP (below 1e-6):
 # attention is where the heads of a layer first combine non-linearly: $W_o$ places each head's
 # result in the stream, and the LayerNorm and the GELU that read the stream are what combine them.
 #
-# ## 7. Pre-norm against post-norm, at initialisation
+# ## 7. The MLP's backward pass
+#
+# Section 8 measures gradients through stacks of blocks, so it needs the MLP's backward pass. For
+# one block's MLP, with $z$ `(..., C)` its input,
+#
+# $$u = z W_1 + b_1 \ (\ldots, 4C), \qquad a = \text{GELU}_{\tanh}(u), \qquad \text{out} = a W_2 + b_2 \ (\ldots, C),$$
+#
+# and $d\text{out} = \partial L / \partial\, \text{out}$, the chain rule runs back through the three steps:
+#
+# $$da = d\text{out}\, W_2^\top, \qquad du = da \odot \text{GELU}_{\tanh}'(u), \qquad dz = du\, W_1^\top,$$
+#
+# $$dW_2 = \sum_{\text{positions}} a^\top d\text{out}, \quad db_2 = \sum_{\text{positions}} d\text{out}, \quad
+# dW_1 = \sum_{\text{positions}} z^\top du, \quad db_1 = \sum_{\text{positions}} du .$$
+#
+# The GELU's derivative follows from its tanh form, with $k = \sqrt{2/\pi}$ and
+# $s = \tanh\big(k (u + 0.044715\, u^3)\big)$:
+#
+# $$\text{GELU}_{\tanh}'(u) = \frac{1}{2}(1 + s) + \frac{u}{2}\,(1 - s^2)\, k\, (1 + 3 \cdot 0.044715\, u^2) .$$
+#
+# ### Exercise 6: the MLP's backward pass (3 points)
+#
+# Write `mlp_backward(dout, z, params)`: `dout` and `z` of shape `(..., C)` (any number of leading
+# axes), `params` the dictionary of section 0 (only `W1`, `b1`, `W2`, `b2` are used). Return the tuple
+# `(dz, dW1, db1, dW2, db2)`, each of the shape of what it differentiates: `dz` like `z`, `dW1`
+# `(C, 4C)`, `db1` `(4C,)`, `dW2` `(4C, C)`, `db2` `(C,)`. Write the GELU's derivative yourself, from the
+# formula above; use your `gelu` for $a$. Use NumPy alone (no torch, no scipy), and do not modify the
+# inputs. The hidden tests include inputs too large to differentiate numerically in a test cell's
+# time.
+
+# %% nbgrader={"grade": false, "grade_id": "mlp_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def mlp_backward(dout, z, params):
+    """Gradients of mlp(z) = gelu(z W1 + b1) W2 + b2: dout, z (..., C) -> (dz, dW1, db1, dW2, db2)."""
+    ### BEGIN SOLUTION
+    p = params
+    u = z @ p["W1"] + p["b1"]  # (..., C) @ (C, 4C) -> (..., 4C)
+    k = np.sqrt(2.0 / np.pi)
+    s = np.tanh(k * (u + 0.044715 * u**3))  # (..., 4C)
+    gelu_prime = 0.5 * (1 + s) + 0.5 * u * (1 - s**2) * k * (1 + 3 * 0.044715 * u**2)  # (..., 4C)
+    du = (dout @ p["W2"].T) * gelu_prime  # (..., C) @ (C, 4C) -> (..., 4C)
+    a_rows = gelu(u).reshape(-1, u.shape[-1])  # (..., 4C) -> (N, 4C)
+    dout_rows, du_rows = dout.reshape(-1, dout.shape[-1]), du.reshape(-1, du.shape[-1])  # (N, C), (N, 4C)
+    z_rows = z.reshape(-1, z.shape[-1])  # (..., C) -> (N, C)
+    return (du @ p["W1"].T, z_rows.T @ du_rows, du_rows.sum(axis=0),  # (..., 4C) @ (4C, C); (C, N) @ (N, 4C)
+            a_rows.T @ dout_rows, dout_rows.sum(axis=0))  # (4C, N) @ (N, C)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_mlp_backward", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+DZ_EXPECTED = np.array([[2.027885], [8.376582]])  # the small case above, computed beforehand
+DW1_EXPECTED = np.array([[0.267757, 4.284436, 0.254891, 0.270344]])
+DB1_EXPECTED = np.array([1.033298, -3.886546, -0.256483, 0.57544])
+DW2_EXPECTED = np.array([[0.66333], [-5.124117], [0.030817], [1.406846]])
+DZ_WITHOUT_GELU = np.array([[-2.0], [4.0]])  # dout W2^T W1^T, GELU' left out
+
+
+def check_mlp_backward():
+    """Visible checks: a small case computed beforehand (6 decimals), and properties."""
+    # C = 1 (4C = 4): z = [[0.5], [-1]], W1 = [[1, -2, 0.5, 3]], b1 = [0, 0.5, -1, 0], W2 = [[1], [2], [-1], [0.5]],
+    # b2 = [0.3], dout = [[1], [-2]].
+    p = {"W1": np.array([[1.0, -2.0, 0.5, 3.0]]), "b1": np.array([0.0, 0.5, -1.0, 0.0]),
+         "W2": np.array([[1.0], [2.0], [-1.0], [0.5]]), "b2": np.array([0.3])}
+    z, dout = np.array([[0.5], [-1.0]]), np.array([[1.0], [-2.0]])
+    copies = z.copy(), dout.copy(), {k: v.copy() for k, v in p.items()}
+    got = mlp_backward(dout, z, p)
+    assert np.array_equal(z, copies[0]) and np.array_equal(dout, copies[1]) and all(
+        np.array_equal(p[k], v) for k, v in copies[2].items()), "mlp_backward modified its inputs"
+    assert isinstance(got, tuple) and len(got) == 5, "return the tuple (dz, dW1, db1, dW2, db2)"
+    dz, dW1, db1, dW2, db2 = (np.asarray(g) for g in got)
+    assert dz.shape == (2, 1) and dW1.shape == (1, 4) and db1.shape == (4,) and dW2.shape == (4, 1) and db2.shape == (1,), (
+        f"shapes: dz (2, 1), dW1 (1, 4), db1 (4,), dW2 (4, 1), db2 (1,); got {dz.shape}, {dW1.shape}, {db1.shape}, "
+        f"{dW2.shape}, {db2.shape}")
+    assert np.allclose(db2, [-1.0]), f"db2 = the sum of dout over positions = [-1], got {db2}"
+    assert np.allclose(dW2, DW2_EXPECTED, atol=1e-6), (
+        f"dW2 = a^T dout with a = gelu(z W1 + b1): expected {DW2_EXPECTED.ravel()}, got {dW2.ravel()}")
+    if np.allclose(dz, DZ_WITHOUT_GELU, atol=1e-6):
+        raise AssertionError("dz is dout W2^T W1^T: multiply by GELU'(u) entry by entry before W1^T")
+    assert np.allclose(db1, DB1_EXPECTED, atol=1e-6), f"db1: expected {DB1_EXPECTED}, got {db1}"
+    assert np.allclose(dW1, DW1_EXPECTED, atol=1e-6), f"dW1: expected {DW1_EXPECTED.ravel()}, got {dW1.ravel()}"
+    assert np.allclose(dz, DZ_EXPECTED, atol=1e-6), f"dz: expected {DZ_EXPECTED.ravel()}, got {dz.ravel()}"
+    # Properties on random inputs with two leading axes: linear in dout; W2 = 0 leaves only dW2 and db2.
+    rng_ = np.random.default_rng(6)
+    p = init_block_params(4, rng_, random_affine=True)
+    z, dout = rng_.standard_normal((2, 3, 4)), rng_.standard_normal((2, 3, 4))
+    got, doubled = mlp_backward(dout, z, p), mlp_backward(2 * dout, z, p)
+    assert [np.shape(g) for g in got] == [(2, 3, 4), (4, 16), (16,), (16, 4), (4,)], (
+        "with leading axes (2, 3): dz (2, 3, 4); the weight and bias gradients sum over every position")
+    assert all(np.allclose(2 * np.asarray(g), np.asarray(d)) for g, d in zip(got, doubled, strict=True)), (
+        "every gradient is linear in dout")
+    silent = mlp_backward(dout, z, dict(p, W2=np.zeros((16, 4))))
+    assert all(np.allclose(np.asarray(g), 0) for g in silent[:3]), "with W2 = 0 nothing reaches dz, dW1 or db1"
+
+
+check_mlp_backward()
+print("Exercise 6 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 8. Pre-norm against post-norm, at initialisation
 #
 # The original transformer put the LayerNorm **after** each addition (post-norm):
 #
@@ -978,17 +1079,10 @@ print("seeds where some pair of heads does not interact in the MLP (below 1e-6):
 # biases 0), and measure two things: the RMS size of the stream after the last block, and the RMS
 # size of the gradient that reaches the input of the first block, for the loss
 # $L = \sum \text{out} \odot g$ with $g$ a fixed standard normal array (so the gradient arriving at
-# the top has RMS about 1). The backward pass below chains the rules of Lesson 7 and your
-# `layer_norm_backward`; the GELU's derivative is that of the tanh form.
+# the top has RMS about 1). The backward pass below chains the rules of Lesson 7, your
+# `layer_norm_backward` and your `mlp_backward`.
 
 # %%
-def gelu_derivative(u):
-    """d GELU_tanh / du, entry by entry."""
-    k = np.sqrt(2.0 / np.pi)
-    t = np.tanh(k * (u + 0.044715 * u**3))
-    return 0.5 * (1 + t) + 0.5 * u * (1 - t**2) * k * (1 + 3 * 0.044715 * u**2)
-
-
 def attention_input_backward(X, p, h, mask, dout):
     """d(sum(attn(X) * dout)) / dX for the biased layer of section 0: (B, T, C)."""
     B_, T_, C_ = X.shape
@@ -1020,11 +1114,6 @@ def mlp(z, p):
     return gelu(z @ p["W1"] + p["b1"]) @ p["W2"] + p["b2"]  # (B, T, C) -> (B, T, 4C) -> (B, T, C)
 
 
-def mlp_input_backward(z, p, dout):
-    """d(sum(mlp(z) * dout)) / dz: (B, T, C)."""
-    return ((dout @ p["W2"].T) * gelu_derivative(z @ p["W1"] + p["b1"])) @ p["W1"].T  # (B, T, 4C) -> (B, T, C)
-
-
 def block_forward_backward(x, p, h, mask, pre_norm):
     """One block, pre-norm or post-norm: (out, a function mapping d out to d x)."""
     ln1, ln2 = (p["ln1_gamma"], p["ln1_beta"]), (p["ln2_gamma"], p["ln2_beta"])
@@ -1035,7 +1124,7 @@ def block_forward_backward(x, p, h, mask, pre_norm):
         out = x1 + mlp(z, p)
 
         def backward(d_out):
-            d_x1 = d_out + layer_norm_backward(mlp_input_backward(z, p, d_out), x1, ln2[0])[0]
+            d_x1 = d_out + layer_norm_backward(mlp_backward(d_out, z, p)[0], x1, ln2[0])[0]
             return d_x1 + layer_norm_backward(attention_input_backward(a, p, h, mask, d_x1), x, ln1[0])[0]
     else:
         s1 = x + attention(x, p, h, mask)
@@ -1045,7 +1134,7 @@ def block_forward_backward(x, p, h, mask, pre_norm):
 
         def backward(d_out):
             d_s2 = layer_norm_backward(d_out, s2, ln2[0])[0]
-            d_s1 = layer_norm_backward(d_s2 + mlp_input_backward(x1, p, d_s2), s1, ln1[0])[0]
+            d_s1 = layer_norm_backward(d_s2 + mlp_backward(d_s2, x1, p)[0], s1, ln1[0])[0]
             return d_s1 + attention_input_backward(x, p, h, mask, d_s1)
     return out, backward
 
@@ -1163,7 +1252,7 @@ plt.show()
 # pre-norm stream's growth is one reason GPT-2 applies a final LayerNorm after its last block, and
 # the reason for its scaled initialisation.
 #
-# ## 8. The block's budget: $12C^2 + 13C$
+# ## 9. The block's budget: $12C^2 + 13C$
 #
 # Counted from the table of section 0: attention $4C^2 + 4C$ (four `(C, C)` matrices and four
 # biases), the MLP $8C^2 + 5C$ (`(C, 4C)` and `(4C, C)` with biases of $4C$ and $C$), and two

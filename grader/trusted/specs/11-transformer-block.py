@@ -269,3 +269,47 @@ CHECKS = {
     "test_mlp_head_interaction": Check("mlp_head_interaction", mlp_head_interaction, mlp_head_interaction_cases,
                                        unchanged_args=True, replace_globals={"layer_norm": layer_norm, "gelu": gelu}),
 }
+
+
+# ------------------------------------------------------------------ the MLP's backward pass
+
+
+def mlp_backward(dout, z, params):
+    p = {k: np.asarray(params[k], dtype=np.float64) for k in ("W1", "b1", "W2", "b2")}
+    dout, z = np.asarray(dout, dtype=np.float64), np.asarray(z, dtype=np.float64)  # float32 inputs: in float64
+    u = z @ p["W1"] + p["b1"]
+    k = np.sqrt(2.0 / np.pi)
+    s = np.tanh(k * (u + 0.044715 * u**3))
+    du = (dout @ p["W2"].T) * (0.5 * (1 + s) + 0.5 * u * (1 - s**2) * k * (1 + 3 * 0.044715 * u**2))
+    a = gelu(u)
+    rows = tuple(range(z.ndim - 1))
+    return (du @ p["W1"].T, np.tensordot(z, du, axes=(rows, rows)), du.sum(axis=rows),
+            np.tensordot(a, dout, axes=(rows, rows)), dout.sum(axis=rows))
+
+
+LARGE_MLP = (1, 2000, 64)  # (B, T, C), float32: the weights alone have 32,768 entries, each two passes over all
+
+
+def mlp_backward_cases(rng):
+    for shape in [(1, 1), (3, 2), (2, 3, 4), (1, 2, 2, 3)]:  # one feature; one position; leading axes
+        C = shape[-1]
+        yield call(rng.standard_normal(shape), rng.standard_normal(shape) * 1.5, _block_params(rng, C))
+    C = 5
+    yield call(rng.standard_normal((2, C)), rng.standard_normal((2, C)) * 6, _block_params(rng, C))  # saturated GELU
+    for _ in range(2):
+        shape = tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(1, 3)))) + (int(rng.integers(1, 7)),)
+        yield call(rng.standard_normal(shape), rng.standard_normal(shape), _block_params(rng, shape[-1]))
+    B, T, C = LARGE_MLP  # no time to differentiate numerically
+    params = {k: v.astype(np.float32) for k, v in _block_params(rng, C).items()}
+    yield call(rng.standard_normal(LARGE_MLP).astype(np.float32), rng.standard_normal(LARGE_MLP).astype(np.float32),
+               params)
+
+
+def same_mlp_gradients(expected: Any, got: Any) -> str | None:
+    """The reference's gradients to the default tolerance, or, for the large float32 case, to a float32 answer's."""
+    large = np.size(expected[0]) > 20_000  # dz has the shape of z: only the large case is this big
+    return (Same(rtol=1e-4, atol=1e-4) if large else Same())(expected, got)
+
+
+CHECKS["test_mlp_backward"] = Check("mlp_backward", mlp_backward, mlp_backward_cases, unchanged_args=True,
+                                    compare=same_mlp_gradients, replace_globals={"gelu": gelu})
