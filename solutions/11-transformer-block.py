@@ -464,8 +464,9 @@ plt.show()
 # do every position at once.
 #
 # The answer is the formula above. Central differences are for checking it, not a way to compute
-# it: the hidden tests call your function on fresh inputs, some of them far too large to
-# differentiate numerically in the time a test cell has.
+# it: the hidden tests call your function on fresh inputs, one of them a position of tens of
+# thousands of features, far too large to differentiate numerically in the time a test cell has,
+# and checked to a precision that differences cannot reach. Build no `(C, C)` Jacobian either.
 
 # %% nbgrader={"grade": false, "grade_id": "layer_norm_backward", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def layer_norm_backward(dout, x, gamma, eps=1e-5):
@@ -1023,6 +1024,22 @@ DW2_EXPECTED = np.array([[0.66333], [-5.124117], [0.030817], [1.406846]])
 DZ_WITHOUT_GELU = np.array([[-2.0], [4.0]])  # dout W2^T W1^T, GELU' left out
 
 
+def _exact_gelu(x):
+    """The exact GELU, x * Phi(x), so that these checks do not depend on Exercise 3 (the small case's values,
+    computed with the tanh form, move by less than 1e-3 in dW2, the only gradient that uses GELU itself)."""
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(np.asarray(x) / math.sqrt(2.0)))
+
+
+def _mlp_backward_with_exact_gelu(*args):
+    """mlp_backward(*args) while gelu is the stand-in above (Exercise 3 is graded on its own)."""
+    saved = globals().get("gelu")
+    globals()["gelu"] = _exact_gelu
+    try:
+        return mlp_backward(*args)
+    finally:
+        globals()["gelu"] = saved
+
+
 def check_mlp_backward():
     """Visible checks: a small case computed beforehand (6 decimals), and properties."""
     # C = 1 (4C = 4): z = [[0.5], [-1]], W1 = [[1, -2, 0.5, 3]], b1 = [0, 0.5, -1, 0], W2 = [[1], [2], [-1], [0.5]],
@@ -1031,7 +1048,7 @@ def check_mlp_backward():
          "W2": np.array([[1.0], [2.0], [-1.0], [0.5]]), "b2": np.array([0.3])}
     z, dout = np.array([[0.5], [-1.0]]), np.array([[1.0], [-2.0]])
     copies = z.copy(), dout.copy(), {k: v.copy() for k, v in p.items()}
-    got = mlp_backward(dout, z, p)
+    got = _mlp_backward_with_exact_gelu(dout, z, p)
     assert np.array_equal(z, copies[0]) and np.array_equal(dout, copies[1]) and all(
         np.array_equal(p[k], v) for k, v in copies[2].items()), "mlp_backward modified its inputs"
     assert isinstance(got, tuple) and len(got) == 5, "return the tuple (dz, dW1, db1, dW2, db2)"
@@ -1040,9 +1057,9 @@ def check_mlp_backward():
         f"shapes: dz (2, 1), dW1 (1, 4), db1 (4,), dW2 (4, 1), db2 (1,); got {dz.shape}, {dW1.shape}, {db1.shape}, "
         f"{dW2.shape}, {db2.shape}")
     assert np.allclose(db2, [-1.0]), f"db2 = the sum of dout over positions = [-1], got {db2}"
-    assert np.allclose(dW2, DW2_EXPECTED, atol=1e-6), (
+    assert np.allclose(dW2, DW2_EXPECTED, atol=2e-3), (
         f"dW2 = a^T dout with a = gelu(z W1 + b1): expected {DW2_EXPECTED.ravel()}, got {dW2.ravel()}")
-    if np.allclose(dz, DZ_WITHOUT_GELU, atol=1e-6):
+    if np.abs(dz - DZ_WITHOUT_GELU).max() < 1e-6:
         raise AssertionError("dz is dout W2^T W1^T: multiply by GELU'(u) entry by entry before W1^T")
     assert np.allclose(db1, DB1_EXPECTED, atol=1e-6), f"db1: expected {DB1_EXPECTED}, got {db1}"
     assert np.allclose(dW1, DW1_EXPECTED, atol=1e-6), f"dW1: expected {DW1_EXPECTED.ravel()}, got {dW1.ravel()}"
@@ -1051,12 +1068,12 @@ def check_mlp_backward():
     rng_ = np.random.default_rng(6)
     p = init_block_params(4, rng_, random_affine=True)
     z, dout = rng_.standard_normal((2, 3, 4)), rng_.standard_normal((2, 3, 4))
-    got, doubled = mlp_backward(dout, z, p), mlp_backward(2 * dout, z, p)
+    got, doubled = _mlp_backward_with_exact_gelu(dout, z, p), _mlp_backward_with_exact_gelu(2 * dout, z, p)
     assert [np.shape(g) for g in got] == [(2, 3, 4), (4, 16), (16,), (16, 4), (4,)], (
         "with leading axes (2, 3): dz (2, 3, 4); the weight and bias gradients sum over every position")
     assert all(np.allclose(2 * np.asarray(g), np.asarray(d)) for g, d in zip(got, doubled, strict=True)), (
         "every gradient is linear in dout")
-    silent = mlp_backward(dout, z, dict(p, W2=np.zeros((16, 4))))
+    silent = _mlp_backward_with_exact_gelu(dout, z, dict(p, W2=np.zeros((16, 4))))
     assert all(np.allclose(np.asarray(g), 0) for g in silent[:3]), "with W2 = 0 nothing reaches dz, dW1 or db1"
 
 
