@@ -23,8 +23,9 @@
 # Inside, you will find the best-known circuit a transformer learns: the **induction head**. One
 # head in the first layer looks at the previous token; a head in the second layer uses what that
 # head wrote to find "the token that came after the last time I saw the current token", and copies
-# it. You will measure both heads with scores you define, knock them out one at a time, and use
-# the trained model to continue a sequence with a KV cache.
+# it. You will measure both heads with scores you define, knock them out one at a time, remove one
+# head's output from only the keys of the next layer to prove how the two compose, read the
+# copying circuit, and use the trained model to continue a sequence with a KV cache.
 #
 # **What you'll do**
 # - build repeated random-token data and compute the loss floor of any model that cannot look back
@@ -36,7 +37,11 @@
 #   often it drops the way this run does;
 # - draw every head's attention, score each head as a previous-token head and as an induction head
 #   (Exercise 3: `induction_score`), and ablate each head;
-# - write `generate`, greedy decoding with a KV cache, equal to recomputing from scratch (Exercise 4).
+# - write `path_ablation`, which removes one head's output from only the keys, the queries or the
+#   values of the next layer (Exercise 4), and prove with it how the two heads compose; compare
+#   zero-ablation with mean-ablation, train a one-layer control, and read the induction head's
+#   copying (OV) circuit;
+# - write `generate`, greedy decoding with a KV cache, equal to recomputing from scratch (Exercise 5).
 #
 # **What you'll learn**
 # - why the second half of a repeated sequence can only be predicted by looking back, and what that
@@ -50,9 +55,9 @@
 # **What you'll need**
 # - multi-head causal attention and its backward pass (Lessons 3, 6 and 7), learned positions
 #   (Lesson 8), the cross-entropy and Adam (Lesson 9), and LayerNorm (Lesson 11). Their code is
-#   given below, so this lesson stands alone.
+#   given below, so this lesson stands alone. The exercises use NumPy alone (no torch, no scipy).
 #
-# The four graded exercises sit where their ideas are taught, because the later sections run on
+# The five graded exercises sit where their ideas are taught, because the later sections run on
 # your code. Their visible checks run as you work; hidden tests call your functions on fresh
 # inputs.
 
@@ -144,13 +149,37 @@ BIGRAM_FLOOR = float(np.log(V))
 BAG_FLOOR = bag_floor(held_out, PERIOD)
 print(f"bigram floor (log V):             {BIGRAM_FLOOR:.3f} nats")
 print(f"bag-of-tokens floor (held-out):   {BAG_FLOOR:.3f} nats")
-print(f"a model that finds the previous occurrence can reach 0; mean of log(11), ..., log(1) = "
-      f"{np.mean(np.log(np.arange(1, PERIOD))):.3f}")
+print(f"mean of log(11), ..., log(1) = {np.mean(np.log(np.arange(1, PERIOD))):.3f}")
+
+
+def token_match_loss(sequences, period):
+    """Mean loss, on the second-half predictions, of copying uniformly from after every earlier occurrence of the current token."""
+    losses = []
+    for seq in sequences:
+        for i in range(period, 2 * period - 1):  # input positions 12 .. 22, target seq[i + 1]
+            after = [seq[j + 1] for j in range(i) if seq[j] == seq[i]]  # the tokens that followed its earlier occurrences
+            losses.append(-np.log(after.count(seq[i + 1]) / len(after)))
+    return float(np.mean(losses))
+
+
+TOKEN_MATCH = token_match_loss(held_out, PERIOD)
+share_repeated = np.mean([len(np.unique(seq[:PERIOD])) < PERIOD for seq in held_out])
+print(f"copy from after every earlier occurrence of the current token: {TOKEN_MATCH:.3f} nats "
+      f"({100 * share_repeated:.0f}% of the held-out sequences have a repeated token in their first half)")
 
 # %% [markdown]
 # The bag floor is a little below $\frac{1}{11}\sum_{j=1}^{11} \log j$, the value it would have if
-# the 12 tokens were all different: repeated tokens make some guesses easier. Anything the model
-# does below the bag floor, it does by using the **order** of the tokens.
+# the 12 tokens were all different: repeated tokens make some guesses easier. Strictly, the
+# predictor above knows a little more than a bag of tokens could: when a token occurs more than
+# once, a bag of counts cannot always tell which of its copies the second half has used. Knowing
+# more can only lower the loss, so the number is still a floor for every model that ignores the
+# order. Anything the model does below it, it does by using the **order** of the tokens.
+#
+# Finding the previous occurrence of the current token does not bring the loss to 0 either: when a
+# token occurs twice in the first half, "the token after it" has two answers, and copying from
+# after every earlier occurrence alike costs the last printed number. A model that also uses
+# **where** the occurrences are (the copy runs in order, one position after another) can go below
+# it.
 #
 # ### Training data: the period varies
 #
@@ -318,7 +347,7 @@ def adam_step(params, grads, state, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 # attention: finding the previous token, then finding the earlier occurrence and reading what came
 # after it. With $C = 32$ the two MLPs (`(C, 4C)` and `(4C, C)` each) would hold more weights than
 # the whole attention-only model, and section 6 times a forward pass of each: the MLPs make it
-# several times slower. This lesson leaves them out, and sections 7 and 8 show that the two layers
+# slower (the timing cell measures by how much). This lesson leaves them out, and sections 7 and 8 show that the two layers
 # of attention do the copying alone.
 #
 # The parameters are one flat dict, ready for Adam: `"E"`, `"P"`, for each layer $l$
@@ -414,11 +443,19 @@ def cross_entropy(logits, targets):
 
 
 # %% [markdown]
-# At initialisation the logits are small, so the loss should sit near $\log V$:
+# At initialisation the loss sits **above** $\log V$. The final LayerNorm gives every position's
+# vector an RMS of 1, and $U$ starts at $\mathcal{N}(0, 1/C)$, so each logit is a sum of $C$ terms
+# of variance $1/C$: its standard deviation is about 1, not small. For logits $z_k$ of standard
+# deviation $s$ that carry no information about the target, the expected loss is about
+# $\log V + s^2/2$ (the log-sum-exp grows by $s^2/2$). Starting $U$ at a much smaller scale would
+# start the loss at $\log V$; this lesson keeps the plain $1/\sqrt{C}$ scale, which costs the first
+# few training steps only. The cell prints the three numbers:
 
 # %%
 loss_init, dlogits_check = cross_entropy(logits_init, targets_held)
-print(f"loss at init: {loss_init:.3f}   log V = {BIGRAM_FLOOR:.3f}")
+logit_std = float(logits_init.std())
+print(f"loss at init: {loss_init:.3f}   log V = {BIGRAM_FLOOR:.3f}   logit std {logit_std:.2f}, "
+      f"log V + std^2 / 2 = {BIGRAM_FLOOR + logit_std ** 2 / 2:.3f}")
 print("dlogits:", dlogits_check.shape, "  each position's row sums to 0:", np.allclose(dlogits_check.sum(axis=-1), 0))
 
 # %% nbgrader={"grade": true, "grade_id": "test_cross_entropy", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -511,7 +548,9 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # Write `gpt_backward(params, cache, dlogits)`: `params` as from `init_gpt`, `cache` as returned
 # by `gpt_forward(params, tokens, h)`, `dlogits` `(B, T, V)`. Return a dict with the same keys and
 # shapes as `params`: the gradient of the loss for every parameter. Use the given
-# `causal_attention_backward` and `layer_norm_backward`. The cache says everything about the model
+# `causal_attention_backward` and `layer_norm_backward`; the hidden tests include a model far too
+# large to differentiate numerically in a test cell's time, so the gradients must come from the
+# backward pass itself. The cache says everything about the model
 # that the parameters do not: the number of blocks is `len(cache["blocks"])`, and it may be 1, 2
 # or more; the head count is that of each block's queries, `cache["blocks"][l]["Q"]` being
 # `(B, h, T, hs)`. The inputs are not modified.
@@ -553,18 +592,15 @@ def gpt_backward(params, cache, dlogits):
 # $$\frac{\partial L}{\partial \theta_i} \approx \frac{L(\theta + \epsilon e_i) - L(\theta - \epsilon e_i)}{2 \epsilon} .$$
 #
 # The LayerNorm weights start at 1 and 0 in a fresh model; here they are drawn at random, so that a
-# mistake that only shows when $\gamma \ne 1$ or $\beta \ne 0$ is not hidden. The loss is the given
-# reference cross-entropy, so that this check depends on your `gpt_backward` only.
+# mistake that only shows when $\gamma \ne 1$ or $\beta \ne 0$ is not hidden. A backward pass
+# works for any $g = \partial L / \partial\,\text{logits}$, so the check uses the simplest loss,
+#
+# $$L = \sum_{b,t,k} \text{logits}_{btk}\, G_{btk}, \qquad \frac{\partial L}{\partial\,\text{logits}} = G,$$
+#
+# with $G$ `(B, T, V)` a fixed random array: it needs no cross-entropy, so this check depends on
+# your `gpt_backward` only.
 
 # %%
-def reference_loss(logits, targets):
-    """The mean cross-entropy (for the checks, independent of Exercise 1): (loss, dlogits)."""
-    z = logits - logits.max(axis=-1, keepdims=True)  # (B, T, V)
-    log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))  # (B, T, V): log-softmax
-    one_hot = np.eye(logits.shape[-1])[targets]  # (B, T, V)
-    return float(-(log_p * one_hot).sum() / targets.size), (np.exp(log_p) - one_hot) / targets.size
-
-
 def small_model(seed, vocab=7, t_max=5, width=8, layers=2):
     """A small model with every parameter, LayerNorm weights included, drawn at random."""
     rng = np.random.default_rng(seed=seed)
@@ -575,13 +611,13 @@ def small_model(seed, vocab=7, t_max=5, width=8, layers=2):
     return params
 
 
-def gradient_errors(params, tokens, targets, h, backward, epsilon=1e-6):
-    """{name: largest |analytic - numeric| / largest |numeric|} for every parameter tensor."""
+def gradient_errors(params, tokens, G, h, backward, epsilon=1e-6):
+    """{name: largest |analytic - numeric| / largest |numeric|} for every parameter tensor, for L = sum(logits * G)."""
     def loss_of(p):
-        return reference_loss(gpt_forward(p, tokens, h)[0], targets)[0]
+        return float(np.sum(gpt_forward(p, tokens, h)[0] * G))
 
-    logits, cache = gpt_forward(params, tokens, h)
-    analytic = backward(params, cache, reference_loss(logits, targets)[1])
+    _, cache = gpt_forward(params, tokens, h)
+    analytic = backward(params, cache, G)
     errors = {}
     for name, value in params.items():
         numeric = np.zeros_like(value)
@@ -597,17 +633,17 @@ def gradient_errors(params, tokens, targets, h, backward, epsilon=1e-6):
 
 check_params = small_model(5)
 check_tokens = np.array([[1, 3, 1, 3], [0, 0, 6, 2], [5, 2, 5, 2]])  # (3, 4): tokens repeat within a sequence
-check_targets = np.array([[3, 1, 3, 1], [0, 6, 2, 4], [2, 5, 2, 5]])  # (3, 4)
-errors = gradient_errors(check_params, check_tokens, check_targets, 2, gpt_backward)
+check_G = np.random.default_rng(6).standard_normal((3, 4, 7))  # (B, T, V): dL/dlogits
+errors = gradient_errors(check_params, check_tokens, check_G, 2, gpt_backward)
 print(f"{sum(p.size for p in check_params.values())} entries in {len(check_params)} tensors")
 for name, error in errors.items():
     print(f"d{name:13s} {check_params[name].shape!s:8s} largest error / largest entry below 1e-6: {error < 1e-6}")
 
 # %% nbgrader={"grade": true, "grade_id": "test_gpt_backward", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-def check_gpt_backward(params, tokens, targets, h):
+def check_gpt_backward(params, tokens, h, seed):
     """Visible check: every gradient against finite differences, with a hint for the usual mistakes."""
     logits, cache = gpt_forward(params, tokens, h)
-    dlogits = reference_loss(logits, targets)[1]
+    dlogits = np.random.default_rng(seed=seed).standard_normal(logits.shape)  # (B, T, V): L = sum(logits * dlogits)
     before = {k: v.copy() for k, v in params.items()}, dlogits.copy()
     grads = gpt_backward(params, cache, dlogits)
     assert all(np.array_equal(params[k], before[0][k]) for k in params) and np.array_equal(dlogits, before[1]), (
@@ -617,7 +653,7 @@ def check_gpt_backward(params, tokens, targets, h):
     for name in params:
         assert np.shape(grads[name]) == params[name].shape, (
             f"grads[{name!r}] has shape {np.shape(grads[name])}, expected {params[name].shape}")
-    errors = gradient_errors(params, tokens, targets, h, lambda *args: grads)
+    errors = gradient_errors(params, tokens, dlogits, h, lambda *args: grads)
     wrong = [name for name, error in errors.items() if not error < 1e-6]
     if wrong == ["E"]:
         raise AssertionError("dE is wrong and nothing else: repeated tokens must add up; dE[tokens] += delta keeps "
@@ -630,8 +666,8 @@ def check_gpt_backward(params, tokens, targets, h):
     assert not wrong, f"wrong gradients for {wrong} (checked by finite differences)"
 
 
-check_gpt_backward(small_model(11), check_tokens, check_targets, 2)
-check_gpt_backward(small_model(12, layers=1, width=4), np.array([[2, 2, 2]]), np.array([[2, 2, 0]]), 1)
+check_gpt_backward(small_model(11), check_tokens, 2, seed=7)
+check_gpt_backward(small_model(12, layers=1, width=4), np.array([[2, 2, 2]]), 1, seed=8)
 print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -644,13 +680,24 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # Every step draws a fresh batch of 32 training sequences, computes the loss at all 24 positions
 # with your `cross_entropy`, the gradients with your `gpt_backward`, and takes one Adam step with
 # learning rate $10^{-2}$. Every 20 steps the model is evaluated on 128 held-out sequences: the
-# second-half loss, and the two scores of section 7, kept for the figures.
+# second-half loss, and two scores per head, defined next, kept for the figures.
+
+# %% [markdown]
+# ### Two scores per head
+#
+# For an attention tensor `attn` `(B, h, T, T)`:
+#
+# - the **previous-token score** of a head is the mean weight that query $i$ gives to key $i - 1$,
+#   over the queries $i = 1 \dots T-1$ and the batch (given in the next cell, `previous_token_score`);
+# - the **induction score** with period $P$ is the mean weight that query $i$ gives to key
+#   $i - P + 1$, over the queries $i = P \dots T-1$ and the batch:
+#
+# $$\text{induction}_h = \frac{1}{B\,(T - P)} \sum_b \sum_{i = P}^{T-1} \text{attn}_{b, h, i, i - P + 1} .$$
+#
+# A score of 1 means the head puts all of its weight on that key at every query; a head that spreads
+# its weight evenly over the keys it may see scores about the mean of $1/(i+1)$.
 
 # %%
-BATCH, LR, EVAL_EVERY = 32, 1e-2, 20
-eval_inputs, eval_targets = inputs_held[:128], targets_held[:128]  # (128, 23) each
-
-
 def previous_token_score(attn):
     """Mean weight each query i >= 1 gives to key i - 1: attn (B, h, T, T) -> (h,)."""
     T = attn.shape[-1]
@@ -658,10 +705,70 @@ def previous_token_score(attn):
     return attn[:, :, rows, rows - 1].mean(axis=(0, 2))  # (B, h, T-1) -> (h,)
 
 
+# %% [markdown]
+# ### Exercise 3: `induction_score` (3 points)
+#
+# Write `induction_score(attn, period)`: `attn` `(B, h, T, T)`, `period` an int with
+# $1 \le P \le T - 1$. Return an array of shape `(h,)`, one score per head, as defined above.
+# Two mistakes are common: the key $i - P$ (the previous occurrence itself, not the token after it),
+# and averaging over every query instead of $i = P \dots T-1$.
+
+# %% nbgrader={"grade": false, "grade_id": "induction_score", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def induction_score(attn, period):
+    """Mean weight of queries i = period .. T-1 on key i - period + 1: attn (B, h, T, T) -> (h,)."""
+    ### BEGIN SOLUTION
+    T = attn.shape[-1]
+    queries = np.arange(period, T)  # (T - P,)
+    return attn[:, :, queries, queries - period + 1].mean(axis=(0, 2))  # (B, h, T - P) -> (h,)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_induction_score", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+def check_induction_score(attn, period, expected):
+    """Visible check with a hint for the usual mistakes."""
+    before = attn.copy()
+    score = induction_score(attn, period)
+    assert np.array_equal(attn, before), "induction_score modified attn"
+    score = np.asarray(score, dtype=float)
+    assert score.shape == (attn.shape[1],), f"one score per head: shape {(attn.shape[1],)}, got {score.shape}"
+    assert np.allclose(score, expected, atol=1e-12), (
+        f"got {score}, expected {expected}: the key is i - period + 1 (the token AFTER the previous occurrence), "
+        "averaged over the queries i = period .. T-1 and the batch only")
+
+
+def one_hot_attention(B, h, T, key_of_query):
+    """attn (B, h, T, T) whose query i puts all its weight on key key_of_query(i) (clipped to 0 .. i)."""
+    attn = np.zeros((B, h, T, T))
+    for i in range(T):
+        attn[:, :, i, min(max(key_of_query(i), 0), i)] = 1.0
+    return attn
+
+
+# An exact induction head, period 3, T = 7: score 1. A head on the previous occurrence (key i - 3): score 0.
+check_induction_score(one_hot_attention(2, 1, 7, lambda i: i - 2), 3, [1.0])
+check_induction_score(one_hot_attention(1, 1, 7, lambda i: i - 3), 3, [0.0])
+# Two heads: the previous-token head (key i - 1) scores 1 with period 2 (key i - 1 is then the target),
+# the head on the first token scores 0 with period 2 at T = 5 (queries 2, 3, 4 target keys 1, 2, 3).
+two = np.concatenate([one_hot_attention(1, 1, 5, lambda i: i - 1), one_hot_attention(1, 1, 5, lambda i: 0)], axis=1)
+check_induction_score(two, 2, [1.0, 0.0])
+# Uniform causal rows, T = 4, period 2: queries 2 and 3 give keys 1 and 2 weights 1/3 and 1/4.
+uniform = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]  # (T, T): row i is 1/(i+1) on keys 0 .. i
+check_induction_score(uniform[None, None], 2, [(1 / 3 + 1 / 4) / 2])
+print("Exercise 3 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %%
+BATCH, LR, EVAL_EVERY = 32, 1e-2, 20
+eval_inputs, eval_targets = inputs_held[:128], targets_held[:128]  # (128, 23) each
+
+
 def second_half_loss(params, inputs, targets, head_mask=None):
     """The mean loss of the second-half predictions, and the forward cache."""
     logits, cache = gpt_forward(params, inputs, H, head_mask)
-    return reference_loss(logits[:, SECOND], targets[:, SECOND])[0], cache
+    return cross_entropy(logits[:, SECOND], targets[:, SECOND])[0], cache
 
 
 def train(params, steps, data_seed, periods=PERIODS, print_every=None):
@@ -675,9 +782,8 @@ def train(params, steps, data_seed, periods=PERIODS, print_every=None):
             history["step"].append(step)
             history["second_half"].append(loss2)
             history["previous"].append(previous_token_score(cache["blocks"][0]["weights"]))  # (h,)
-            queries = np.arange(PERIOD, 2 * PERIOD - 1)  # (11,): the second-half inputs
-            history["induction"].append(  # layer 1: the weight of query i on key i - PERIOD + 1, per head
-                cache["blocks"][1]["weights"][:, :, queries, queries - PERIOD + 1].mean(axis=(0, 2)))  # (B, h, 11) -> (h,)
+            if len(cache["blocks"]) > 1:  # a one-block model has no layer 1
+                history["induction"].append(induction_score(cache["blocks"][1]["weights"], PERIOD))  # (h,), Exercise 3
             if print_every and step % print_every == 0:
                 print(f"step {step:4d}   second-half loss {loss2:.3f}")
         if step == steps:
@@ -724,7 +830,7 @@ plt.show()
 
 # %% [markdown]
 # *Figure: left, the held-out second-half loss against the training step, with the bigram floor
-# (grey) and the bag floor (red). Right, the scores of section 7 over the same steps: how much a
+# (grey) and the bag floor (red). Right, the two scores over the same steps: how much a
 # layer-0 head looks one token back, and how much a layer-1 head looks at the token after the
 # previous occurrence of the current one.*
 #
@@ -802,7 +908,7 @@ held_8 = repeated_sequences(np.random.default_rng(3), 128, period=8)  # (128, 16
 def loss_of_repeats(params, sequences, period):
     """Mean loss of the predictions whose input and target lie in the repeat: positions period .. 2 period - 2."""
     logits, _ = gpt_forward(params, sequences[:, :-1], H)
-    return reference_loss(logits[:, period:], sequences[:, period + 1:])[0]
+    return cross_entropy(logits[:, period:], sequences[:, period + 1:])[0]
 
 
 print(f"trained {FIXED_STEPS} steps on period 12 only:")
@@ -826,7 +932,7 @@ print(f"bag floor, period 8: {bag_floor(held_8, 8):.3f}")
 # %%
 # NBVAL_IGNORE_OUTPUT
 def gelu(x):
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x * x * x)))  # x * x * x: x ** 3 is far slower
 
 
 def mlp_blocks_forward(params, mlp, tokens, h):
@@ -863,8 +969,8 @@ print(f"parameters of the MLPs: {sum(p.size for p in mlp_params.values()):,}; of
       f"{sum(p.size for p in params_init.values()):,}")
 
 # %% [markdown]
-# The MLPs would more than double the parameters and multiply the cost of every step, for a task
-# that, as the next sections show, two layers of attention solve alone.
+# The MLPs would more than double the parameters and add to the cost of every step (the timing
+# cell's ratio), for a task that, as the next sections show, two layers of attention solve alone.
 #
 # ## 7. Finding the heads
 #
@@ -895,74 +1001,6 @@ plt.show()
 # in the second half, is a bright line 11 positions below the diagonal: from query $i$ it looks at
 # key $i - 12 + 1$, the token that followed the current token's previous occurrence. Look for both,
 # and for which layer each sits in.*
-#
-# ### Two scores per head
-#
-# For an attention tensor `attn` `(B, h, T, T)`:
-#
-# - the **previous-token score** of a head is the mean weight that query $i$ gives to key $i - 1$,
-#   over the queries $i = 1 \dots T-1$ and the batch (given above, `previous_token_score`);
-# - the **induction score** with period $P$ is the mean weight that query $i$ gives to key
-#   $i - P + 1$, over the queries $i = P \dots T-1$ and the batch:
-#
-# $$\text{induction}_h = \frac{1}{B\,(T - P)} \sum_b \sum_{i = P}^{T-1} \text{attn}_{b, h, i, i - P + 1} .$$
-#
-# A score of 1 means the head puts all of its weight on that key at every query; a head that spreads
-# its weight evenly over the keys it may see scores about the mean of $1/(i+1)$.
-#
-# ### Exercise 3: `induction_score` (3 points)
-#
-# Write `induction_score(attn, period)`: `attn` `(B, h, T, T)`, `period` an int with
-# $1 \le P \le T - 1$. Return an array of shape `(h,)`, one score per head, as defined above.
-# Two mistakes are common: the key $i - P$ (the previous occurrence itself, not the token after it),
-# and averaging over every query instead of $i = P \dots T-1$.
-
-# %% nbgrader={"grade": false, "grade_id": "induction_score", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def induction_score(attn, period):
-    """Mean weight of queries i = period .. T-1 on key i - period + 1: attn (B, h, T, T) -> (h,)."""
-    ### BEGIN SOLUTION
-    T = attn.shape[-1]
-    queries = np.arange(period, T)  # (T - P,)
-    return attn[:, :, queries, queries - period + 1].mean(axis=(0, 2))  # (B, h, T - P) -> (h,)
-    ### END SOLUTION
-
-
-# %% nbgrader={"grade": true, "grade_id": "test_induction_score", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def check_induction_score(attn, period, expected):
-    """Visible check with a hint for the usual mistakes."""
-    before = attn.copy()
-    score = induction_score(attn, period)
-    assert np.array_equal(attn, before), "induction_score modified attn"
-    score = np.asarray(score, dtype=float)
-    assert score.shape == (attn.shape[1],), f"one score per head: shape {(attn.shape[1],)}, got {score.shape}"
-    assert np.allclose(score, expected, atol=1e-12), (
-        f"got {score}, expected {expected}: the key is i - period + 1 (the token AFTER the previous occurrence), "
-        "averaged over the queries i = period .. T-1 and the batch only")
-
-
-def one_hot_attention(B, h, T, key_of_query):
-    """attn (B, h, T, T) whose query i puts all its weight on key key_of_query(i) (clipped to 0 .. i)."""
-    attn = np.zeros((B, h, T, T))
-    for i in range(T):
-        attn[:, :, i, min(max(key_of_query(i), 0), i)] = 1.0
-    return attn
-
-
-# An exact induction head, period 3, T = 7: score 1. A head on the previous occurrence (key i - 3): score 0.
-check_induction_score(one_hot_attention(2, 1, 7, lambda i: i - 2), 3, [1.0])
-check_induction_score(one_hot_attention(1, 1, 7, lambda i: i - 3), 3, [0.0])
-# Two heads: the previous-token head (key i - 1) scores 1 with period 2 (key i - 1 is then the target),
-# the head on the first token scores 0 with period 2 at T = 5 (queries 2, 3, 4 target keys 1, 2, 3).
-two = np.concatenate([one_hot_attention(1, 1, 5, lambda i: i - 1), one_hot_attention(1, 1, 5, lambda i: 0)], axis=1)
-check_induction_score(two, 2, [1.0, 0.0])
-# Uniform causal rows, T = 4, period 2: queries 2 and 3 give keys 1 and 2 weights 1/3 and 1/4.
-uniform = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]  # (T, T): row i is 1/(i+1) on keys 0 .. i
-check_induction_score(uniform[None, None], 2, [(1 / 3 + 1 / 4) / 2])
-print("Exercise 3 visible checks passed (hidden tests run at grading).")
-### BEGIN HIDDEN TESTS
-# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
-assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
-### END HIDDEN TESTS
 
 # %% [markdown]
 # Both scores for every head of the trained model, on the 128 held-out sequences, and for
@@ -1058,7 +1096,243 @@ plt.show()
 # the last printed line shows what its removal does to the induction heads: their induction scores
 # collapse, because the keys they match on were written by it.
 #
-# ## 9. Generation with a KV cache
+# ## 9. The circuit: how the two heads compose
+#
+# Switching a head off removes everything it writes. But the previous-token head's output reaches
+# layer 1 along several roads, and only one of them should matter for an induction head. In layer
+# 1 the stream $x_1$ is read three times, through one LayerNorm: by the queries, by the keys and by
+# the values,
+#
+# $$Q = \text{LN}_1(x_1^{(q)})\, W_q, \qquad K = \text{LN}_1(x_1^{(k)})\, W_k, \qquad V = \text{LN}_1(x_1^{(v)})\, W_v,
+# \qquad x_2 = x_1^{(r)} + \text{Concat}\Big(\text{softmax}\big(Q K^\top / \sqrt{hs} + M\big) V\Big) W_o,$$
+#
+# and in the intact model all four are the same $x_1$. Head $j$ of layer 0 wrote
+# $w = \text{head}_j\, W_o^{(j)}$ `(B, T, hs) @ (hs, C)` into it. The story of an induction head
+# says that $w$ at key position $s$ carries "the token before me was $t_{s-1}$", and that the layer-1
+# head uses it to **match** the current token: a key effect, called **K-composition**. To test it,
+# remove $w$ from one road only, $x_1^{(k)} = x_1 - w$, and leave the others intact. If the copy
+# breaks with the keys alone and not with the queries or values alone, the story is proven.
+#
+# ### Exercise 4: `path_ablation` (4 points)
+#
+# Write `path_ablation(params, tokens, h, head, paths, replacement=None)` for a model of 2 or more
+# blocks as `init_gpt` makes it: `tokens` `(B, T)`, `h` heads per block, `head` a head of layer 0,
+# and `paths` a string of the roads to remove it from, any of `"q"`, `"k"`, `"v"` (the three reads of
+# layer 1) and `"r"` (the residual stream that goes on past layer 1 to the later blocks and the
+# logits). On those roads layer 1 reads $x_1 - w + \text{replacement}$ instead of $x_1$
+# (`replacement` broadcastable to `(B, T, C)`; `None` means nothing is put back). Blocks after layer
+# 1 run as usual on the stream layer 1 leaves. Return the pair `(logits, weights)`: the logits
+# `(B, T, V)`, and layer 1's attention weights `(B, h, T, T)`. With `paths=""` this is the intact
+# model; with `paths="qkvr"` it is the model with the head switched off, as in section 8.
+#
+# Use the given `layer_norm`, `split_heads`, `merge_heads` and `softmax`; `causal_attention` reads one
+# input for all three of $Q, K, V$, so layer 1 needs its own three reads. Do not modify the inputs.
+
+# %% nbgrader={"grade": false, "grade_id": "path_ablation", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def path_ablation(params, tokens, h, head, paths, replacement=None):
+    """Logits (B, T, V) and layer 1's weights (B, h, T, T) with layer 0's `head` removed from the roads in `paths`."""
+    ### BEGIN SOLUTION
+    B, T = tokens.shape
+    x0 = params["E"][tokens] + params["P"][:T]  # (B, T, C)
+    width = x0.shape[-1]
+    hs = width // h
+    a0 = layer_norm(x0, params["b0.ln1_gamma"], params["b0.ln1_beta"])  # (B, T, C)
+    out0, cache0 = causal_attention(a0, *(params[f"b0.{n}"] for n in ("Wq", "Wk", "Wv", "Wo")), h)
+    rows = slice(head * hs, (head + 1) * hs)  # the head's columns of the concat, rows of W_o
+    written = cache0["concat"][..., rows] @ params["b0.Wo"][rows]  # (B, T, hs) @ (hs, C) -> (B, T, C): w
+    x1 = x0 + out0  # (B, T, C): the intact stream
+    removed = x1 - written + (0.0 if replacement is None else replacement)  # (B, T, C)
+    read = {path: removed if path in paths else x1 for path in "qkvr"}
+    gamma, beta = params["b1.ln1_gamma"], params["b1.ln1_beta"]
+    Q, K, V_ = (split_heads(layer_norm(read[p], gamma, beta) @ params[f"b1.W{p}"], h) for p in "qkv")  # (B, h, T, hs)
+    scores = (Q @ K.transpose(0, 1, 3, 2)) / np.sqrt(hs)  # layer 1: (B, h, T, hs) @ (B, h, hs, T) -> (B, h, T, T)
+    scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)  # layer 1's causal mask
+    weights = softmax(scores)  # (B, h, T, T): layer 1's attention weights
+    x = read["r"] + merge_heads(weights @ V_) @ params["b1.Wo"]  # (B, h, T, hs) -> (B, T, C); @ (C, C)
+    for layer in range(2, sum(1 for name in params if name.endswith(".Wq"))):
+        a = layer_norm(x, params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])
+        x = x + causal_attention(a, *(params[f"b{layer}.{n}"] for n in ("Wq", "Wk", "Wv", "Wo")), h)[0]
+    return layer_norm(x, params["lnf_gamma"], params["lnf_beta"]) @ params["U"], weights  # (B, T, V), (B, h, T, T)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_path_ablation", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def check_path_ablation():
+    """Visible checks: the intact model, the head switched off, and small cases computed beforehand."""
+    params, tokens = small_model(31), np.array([[1, 3, 1, 3, 5]])  # vocabulary 7, width 8, 2 blocks; (1, 5)
+    before = {k: v.copy() for k, v in params.items()}, tokens.copy()
+    result = path_ablation(params, tokens, 2, 0, "k")
+    assert all(np.array_equal(params[k], before[0][k]) for k in params) and np.array_equal(tokens, before[1]), (
+        "path_ablation modified its inputs")
+    assert isinstance(result, tuple) and len(result) == 2, "return the pair (logits, weights)"
+    logits, weights = (np.asarray(r) for r in result)
+    assert logits.shape == (1, 5, 7) and weights.shape == (1, 2, 5, 5), (
+        f"logits (B, T, V) = (1, 5, 7) and layer 1's weights (B, h, T, T) = (1, 2, 5, 5); got {logits.shape}, {weights.shape}")
+    # No road: the intact model. Every road: the head switched off, as head_mask does it.
+    intact, cache = gpt_forward(params, tokens, 2)
+    got = path_ablation(params, tokens, 2, 0, "")
+    assert np.allclose(got[0], intact, atol=1e-10) and np.allclose(got[1], cache["blocks"][1]["weights"], atol=1e-10), (
+        "with paths='' the result should be the intact model's logits and layer 1's weights")
+    off, cache_off = gpt_forward(params, tokens, 2, np.array([[0.0, 1.0], [1.0, 1.0]]))
+    got = path_ablation(params, tokens, 2, 0, "qkvr")
+    assert np.allclose(got[0], off, atol=1e-10) and np.allclose(got[1], cache_off["blocks"][1]["weights"], atol=1e-10), (
+        "with paths='qkvr' the result should be the model with layer 0's head switched off (head_mask): subtract what "
+        "the head writes into the stream, its columns of the concat times its rows of W_o")
+    assert np.allclose(path_ablation(params, tokens, 2, 0, "r", np.zeros((5, 8)))[0],
+                       path_ablation(params, tokens, 2, 0, "r")[0], atol=1e-12), "a replacement of zeros is no replacement"
+    # One road at a time: the last query's weights in layer 1's head 0, computed beforehand (4 decimals).
+    expected = {"k": [0.0026, 0.1917, 0.0113, 0.3608, 0.4336], "q": [0.0028, 0.206, 0.01, 0.3873, 0.3939],
+                "v": [0.0029, 0.2221, 0.0114, 0.3788, 0.3847]}  # the values do not change the weights
+    for road, row in expected.items():
+        got_row = np.asarray(path_ablation(params, tokens, 2, 0, road)[1])[0, 0, -1]
+        wrong = [other for other, other_row in expected.items()
+                 if other != road and np.abs(got_row - other_row).max() < 1e-4]
+        assert not wrong, f"with paths='{road}' the weights are those of paths='{wrong[0]}': read x1 - w only on road '{road}'"
+        assert np.allclose(got_row, row, atol=1e-4), (
+            f"paths='{road}': the last query's weights in layer 1's head 0 should be {row}, got {np.round(got_row, 4)}")
+    assert np.abs(np.asarray(path_ablation(params, tokens, 2, 0, "v")[0]) - intact).max() > 1e-6, (
+        "removed from the values, the head should change the logits (layer 1's output reads its values)")
+    # Three blocks: the third runs on the stream layer 1 leaves.
+    params3 = small_model(32, layers=3)
+    assert np.allclose(path_ablation(params3, tokens, 2, 1, "")[0], gpt_forward(params3, tokens, 2)[0], atol=1e-10), (
+        "with three blocks and paths='', the result should be the intact model: run the blocks after layer 1 as usual")
+
+
+check_path_ablation()
+print("Exercise 4 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# On the trained model, the previous-token head removed from one road at a time: the second-half
+# loss, and the induction scores of layer 1's heads.
+
+# %%
+def ablated_loss(paths, replacement=None, head=previous_head):
+    """Second-half loss and layer 1's induction scores with layer 0's `head` removed from `paths`."""
+    logits, weights1 = path_ablation(params_trained, eval_inputs, H, head, paths, replacement)
+    return cross_entropy(logits[:, SECOND], eval_targets[:, SECOND])[0], induction_score(weights1, PERIOD)
+
+
+print(f"previous-token head: layer 0 head {previous_head}")
+print("removed from        second-half loss   layer-1 induction scores")
+road_names = {"": "nothing", "k": "keys only", "q": "queries only", "v": "values only", "r": "residual only",
+              "qkvr": "every road"}
+road_loss = {}
+for road, name in road_names.items():
+    road_loss[road], ind = ablated_loss(road)
+    print(f"{name:18s}  {road_loss[road]:8.3f}           {np.round(ind, 2)}")
+print("every road = section 8's switched-off head:", bool(np.isclose(road_loss["qkvr"], ablated[0, previous_head])))
+
+# %% [markdown]
+# In the 800-step run, removing the previous-token head from the **keys** of layer 1, and from
+# nothing else, takes the second-half loss from 0.164 to 3.85, more than twice the bag floor, and the induction scores of
+# both layer-1 heads collapse (from 0.71 and 0.82 to 0.09 and 0.15). From the queries or the values
+# alone it costs a few hundredths, and from the residual stream alone nothing visible. That is K-composition: the layer-1 heads find the
+# earlier occurrence by matching their query (the current token) against keys that carry the
+# token **before** each position, which only the previous-token head wrote.
+#
+# ### Zero-ablation and mean-ablation
+#
+# Removing $w$ leaves layer 1 a stream it never saw in training: every position lost a vector of
+# the size the head always writes, so the LayerNorm and the keys see inputs off their usual
+# range. Part of the damage may come from that, not from the missing information. **Mean-ablation**
+# puts back the head's average output instead, $\bar w_t$, its mean over the 128 held-out sequences
+# at each position $t$: the size and the position-dependent part stay, only what depends on the
+# tokens is gone.
+
+# %%
+_, cache_eval = gpt_forward(params_trained, eval_inputs, H)
+hs_ = C // H
+head_rows = slice(previous_head * hs_, (previous_head + 1) * hs_)
+written_eval = cache_eval["blocks"][0]["concat"][..., head_rows] @ params_trained["b0.Wo"][head_rows]  # (B, T, C)
+mean_written = written_eval.mean(axis=0)  # (T, C): the head's mean output at each position
+for road, name in [("qkvr", "every road"), ("k", "keys only")]:
+    zero, _ = ablated_loss(road)
+    mean, ind = ablated_loss(road, mean_written)
+    print(f"{name:11s}: zero-ablation {zero:.3f}, mean-ablation {mean:.3f} (induction scores {np.round(ind, 2)})")
+
+# %% [markdown]
+# In the 800-step run, mean-ablation costs less than zero-ablation (2.94 against 4.14 for the whole head, 2.83 against
+# 3.85 for the keys alone): part of zero-ablation's damage is the unusual input. But the loss stays
+# well above the bag floor, and the induction scores stay collapsed: most of the damage is the lost
+# information, the token before each key.
+#
+# ### A one-layer control
+#
+# If two layers are needed, one layer should not do it. The same training (the same steps, batches
+# and learning rate) of a model with a single attention block:
+
+# %%
+params_one, history_one = train(init_gpt(np.random.default_rng(0), layers=1), STEPS, data_seed=1)
+print(f"one block, {STEPS} steps: second-half loss {history_one['second_half'][-1]:.3f}   "
+      f"(bag floor {BAG_FLOOR:.3f}, two blocks {history['second_half'][-1]:.3f})")
+
+# %% [markdown]
+# In the 800-step run one block ends above the bag floor (1.914 against 1.485), where two blocks reach
+# 0.164: one layer of attention can look at tokens and positions, but not at a key built from the
+# token **before** each position, which needs a head of an earlier layer to write it.
+#
+# ### The copying circuit
+#
+# Once the layer-1 head has found the position after the previous occurrence, it must write that
+# position's token into the logits. Lesson 4 called $W_v^{(i)} W_o^{(i)}$ a head's **OV circuit**.
+# Read from the token embeddings to the logits, leaving positions and the other heads out, it is a
+# `(V, V)` matrix:
+#
+# $$M = \text{centre}\Big(\text{LN}_1(E)\, W_v^{(i)} W_o^{(i)}\Big) \odot \gamma_f \; U,$$
+#
+# where $\text{LN}_1(E)$ is layer 1's LayerNorm of every token's embedding `(V, C)`, $W_v^{(i)}$ the
+# head's `(C, hs)` columns of $W_v$, $W_o^{(i)}$ its `(hs, C)` rows of $W_o$, and the centring and
+# $\gamma_f$ are what the final LayerNorm does to a vector added to the stream (up to its division by
+# the stream's size, which is the same for every token). Row $a$ says how much attending to token
+# $a$ raises each logit. A copying head has its largest entry of each row on the diagonal.
+
+# %%
+def ov_circuit(params, layer, head, h):
+    """(V, V): how much attending to token a (row) raises the logit of token b (column), through one head."""
+    hs = params["U"].shape[0] // h
+    cols = slice(head * hs, (head + 1) * hs)
+    read = layer_norm(params["E"], params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])  # (V, C)
+    write = read @ params[f"b{layer}.Wv"][:, cols] @ params[f"b{layer}.Wo"][cols]  # (V, C) @ (C, hs) @ (hs, C)
+    write = write - write.mean(axis=-1, keepdims=True)  # (V, C): the final LayerNorm's centring
+    return (write * params["lnf_gamma"]) @ params["U"]  # (V, C) @ (C, V) -> (V, V)
+
+
+induction_head = int(scores["induction"][1].argmax())
+circuits = {f"layer 1 head {head}": ov_circuit(params_trained, 1, head, H) for head in range(H)}
+circuits[f"layer 0 head {previous_head}"] = ov_circuit(params_trained, 0, previous_head, H)
+for name, M in circuits.items():
+    on_diagonal = int((M.argmax(axis=1) == np.arange(V)).sum())
+    print(f"{name}: rows whose largest entry is on the diagonal: {on_diagonal:2d} of {V}; mean diagonal "
+          f"{np.diag(M).mean():6.2f}, mean off the diagonal {M[~np.eye(V, dtype=bool)].mean():6.2f}")
+
+# %%
+M = circuits[f"layer 1 head {induction_head}"]
+fig, ax = plt.subplots(figsize=(6.5, 5.5))
+limit = np.abs(M).max()
+image = ax.imshow(M, cmap="RdBu_r", vmin=-limit, vmax=limit)
+ax.set_title(f"OV circuit of layer 1 head {induction_head} (the highest induction score)")
+ax.set_xlabel("logit of token b")
+ax.set_ylabel("token a attended to")
+fig.colorbar(image, ax=ax, label="change of logit b per unit of attention on a")
+plt.show()
+
+# %% [markdown]
+# *Figure: one row per token attended to, one column per output logit. A bright red diagonal on a
+# pale background is a head that copies: attending to a token raises that token's logit.*
+#
+# In the 800-step run both layer-1 heads copy: in all 32 rows of each, the largest entry is on the diagonal, and the
+# diagonal's mean (42.68 and 72.03) stands far above the rest (about -2). The previous-token head's
+# circuit is much weaker (a diagonal mean of 5.80, the largest entry on the diagonal in 19 rows of
+# 32): its main job, as the key-only ablation showed, is to write the token before each position
+# into the stream for layer 1's keys. Together: the previous-token head builds the keys (K-composition), the induction
+# heads' QK circuit matches the current token against them, and their OV circuit copies the token
+# found.
+#
+# ## 10. Generation with a KV cache
 #
 # The trained model can continue a sequence: feed it the first half and the first token of the
 # second half, take the most likely next token (**greedy** decoding), append it, and repeat.
@@ -1076,7 +1350,7 @@ plt.show()
 #
 # No mask is needed: the cache holds only positions up to $t$.
 #
-# ### Exercise 4: `generate` (5 points)
+# ### Exercise 5: `generate` (5 points)
 #
 # Write `generate(params, prompt, n_new, cache)`. The cache is the model's memory of the positions
 # already fed: a list with one pair `(K, V)` per layer, each `(h, t_0, hs)`. It also says how many
@@ -1087,12 +1361,15 @@ plt.show()
 # time through the cache, then each new token, and return the pair `(new_tokens, cache)`:
 #
 # - `new_tokens`, an int array `(n_new,)`: each the `argmax` of the logits at the last fed position;
-# - `cache`, a new list with one pair `(K, V)` per layer, each `(h, t_0 + T_0 + n_{new} - 1, hs)`: the
-#   given keys and values followed by those of every position fed (the last new token is returned,
-#   not fed). The given cache is left unchanged.
+# - `cache`, a new list with one pair `(K, V)` per layer, each of shape
+#   $(h,\ t_0 + T_0 + n_{\text{new}} - 1,\ hs)$: the given keys and values followed by those of
+#   every position fed (the last new token is returned, not fed). The given cache is left unchanged.
 #
-# `generate` never sees the tokens behind a non-empty cache, so it cannot recompute their keys and
-# values: it must attend to the cached ones. From an empty cache, the result must equal decoding by
+# **Through the cache** means: each position's keys and values are computed once, when its token is
+# fed, and appended to the cache; each fed token's queries attend to the keys and values in the
+# cache. Running the forward pass again over the whole sequence for each new token is not allowed,
+# and it cannot work here anyway: `generate` never sees the tokens behind a non-empty cache, so it
+# cannot recompute their keys and values. The hidden tests continue from such caches. From an empty cache, the result must equal decoding by
 # recomputing the full forward pass (given below as `generate_by_recomputing`) for every model.
 
 # %%
@@ -1187,7 +1464,7 @@ def check_generate(params, prompt, n_new, h):
     expected = generate_by_recomputing(params, prompt, n_new, h)
     if n_new > 1 and np.array_equal(tokens[0], expected[0]) and not np.array_equal(tokens, expected):
         raise AssertionError(f"the first token is right, later ones are not ({tokens} vs {expected}): feed each new "
-                             "token at its own position, len(prompt) + step, and append its k and v to the cache")
+                             "token at its own position, t0 + len(prompt) + step, and append its k and v to the cache")
     assert np.array_equal(tokens, expected), (
         f"new tokens {tokens}, recomputation gives {expected}: each is the argmax of the logits at the last fed "
         "position; every layer's query must see all cached keys, its own included")
@@ -1226,7 +1503,7 @@ check_generate(small_model(22, layers=1), np.array([6]), 1, 1)
 check_generate(small_model(23, layers=3, t_max=6), np.array([0, 2]), 5, 4)
 check_continuation(small_model(24), np.array([5, 0, 5, 2]), 3, 2, 2)
 check_continuation(small_model(25, layers=1, t_max=6), np.array([1, 6, 2]), 1, 4, 1)
-print("Exercise 4 visible checks passed (hidden tests run at grading).")
+print("Exercise 5 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -1265,5 +1542,22 @@ print(f"main run: {STEPS} steps, CPU {main_cpu:.1f} s, wall {main_wall:.1f} s, "
 # **Heads.** The previous-token and induction scores (Exercise 3) and the ablations of sections 7
 # and 8 name the heads that copy: a previous-token head in layer 0 and an induction head in layer 1.
 #
+# **Circuit.** Removed from the keys of layer 1 alone, the previous-token head breaks the copy;
+# removed from the queries or the values alone it barely matters (Exercise 4): K-composition.
+# Mean-ablation costs less than zero-ablation but still breaks it; one block alone stays above the
+# bag floor; the layer-1 heads' OV circuits map each token to itself.
+#
 # **Generation.** Greedy decoding with a KV cache continues the copy and equals recomputation
-# (Exercise 4).
+# (Exercise 5).
+#
+# ## Next
+#
+# - Olsson et al., *In-context Learning and Induction Heads* (2022), finds the same phase change
+#   in language models of every size, and argues that induction heads are behind most in-context
+#   learning.
+# - Elhage et al., *A Mathematical Framework for Transformer Circuits* (2021), reads attention-only
+#   models through their QK and OV circuits, and names Q-, K- and V-composition.
+# - ARENA's chapter 1.2, *Intro to Mechanistic Interpretability*, does this lesson's analysis on a
+#   trained two-layer model with TransformerLens, and goes on to find circuits in GPT-2.
+# - Karpathy's nanoGPT trains a full GPT-2 (with MLPs, in PyTorch) in a few hundred lines: the
+#   model of Lessons 11 and 12 at scale.

@@ -10,8 +10,19 @@ for every grading run.
 `layer_norm_backward` is judged twice, in this process: against the reference, and against central
 differences of this file's own `layer_norm` on the same inputs. The reference hands its gradients
 back in a tuple that also holds the inputs (the kernel only ever sees plain arrays), and
-`AgreesWithFiniteDifferences` differentiates the forward pass numerically, entry by entry. A
+`agrees_with_finite_differences` differentiates the forward pass numerically, entry by entry. A
 reference that disagreed would be the instructor's mistake and raises `SpecError`.
+
+`layer_norm_backward` also gets one case that numerical differentiation cannot pass: one position
+of 50,000 features (float64; its three gradients, 1.2 MB, fit a cell's output), checked against the
+reference alone to rtol 1e-9. Central differences need 100,000 forward passes over the position
+(about 23 s of CPU here) and reach only about 1e-6 of relative error there, since every pass sums
+50,000 terms; a five-point stencil, which could get closer, needs 200,000 passes (about 46 s), past
+the test cell's limit. An analytic answer in float64 agrees with the reference to about 1e-14.
+
+`mlp_backward` gets one float32 case of 2,000 positions of width 64 whose 32,768 weight entries
+would each need two forward passes over all positions (an hour of work); it is checked against the
+reference (in float64 from the same inputs) to a tolerance a float32 answer meets.
 
 `transformer_block` and `mlp_head_interaction` call the student's `layer_norm` and `gelu` and the
 provided attention layer; during the hidden calls the kernel sees this file's definitions under
@@ -106,7 +117,8 @@ class _TupleWithInputs(tuple):
 
 
 def layer_norm_backward(dout, x, gamma, eps=1e-5):
-    result = _TupleWithInputs(trusted_layer_norm_backward(dout, x, gamma, eps))
+    as64 = (np.asarray(a, dtype=np.float64) for a in (dout, x, gamma))  # float32 inputs: computed in float64
+    result = _TupleWithInputs(trusted_layer_norm_backward(*as64, eps))
     result.inputs = (np.array(dout, copy=True), np.array(x, copy=True), np.array(gamma, copy=True), eps)
     return result
 
@@ -135,14 +147,19 @@ def layer_norm_numerical(dout, x, gamma, eps):
     return [central_differences(loss, x), central_differences(loss, gamma), central_differences(loss, beta)]
 
 
+LARGE_BACKWARD = (1, 50_000)  # (positions, C): one position of 50,000 features
+
+
 def agrees_with_finite_differences(expected: Any, got: Any) -> str | None:
     """Same as the reference (default tolerance), and each gradient within tolerance of central differences."""
-    problem = Same()(expected, got)
-    if problem is not None:
-        return problem
     inputs = getattr(expected, "inputs", None)
     if inputs is None:
         raise SpecError("the reference's result lost the inputs it was computed from")
+    if inputs[1].size > 10_000:  # the large case: the reference alone decides, to a precision differences cannot reach
+        return Same(rtol=1e-9, atol=1e-11)(expected, got)
+    problem = Same()(expected, got)
+    if problem is not None:
+        return problem
     for name, reference, student, numeric in zip(("dx", "dgamma", "dbeta"), expected, got,
                                                  layer_norm_numerical(*inputs), strict=True):
         if not np.allclose(reference, numeric, rtol=1e-5, atol=1e-6):
@@ -182,6 +199,8 @@ def layer_norm_backward_cases(rng):
         yield call(rng.standard_normal(shape), rng.standard_normal(shape) * 2 + 1, gamma)
     gamma, _ = _affine(rng, 4)
     yield call(rng.standard_normal((2, 4)), rng.standard_normal((2, 4)) * 0.05, gamma, eps=1e-3)  # eps matters
+    gamma, _ = _affine(rng, LARGE_BACKWARD[1])  # beyond what numerical differentiation can pass
+    yield call(rng.standard_normal(LARGE_BACKWARD), rng.standard_normal(LARGE_BACKWARD) * 2 + 1, gamma)
 
 
 def gelu_cases(rng):
@@ -252,3 +271,47 @@ CHECKS = {
     "test_mlp_head_interaction": Check("mlp_head_interaction", mlp_head_interaction, mlp_head_interaction_cases,
                                        unchanged_args=True, replace_globals={"layer_norm": layer_norm, "gelu": gelu}),
 }
+
+
+# ------------------------------------------------------------------ the MLP's backward pass
+
+
+def mlp_backward(dout, z, params):
+    p = {k: np.asarray(params[k], dtype=np.float64) for k in ("W1", "b1", "W2", "b2")}
+    dout, z = np.asarray(dout, dtype=np.float64), np.asarray(z, dtype=np.float64)  # float32 inputs: in float64
+    u = z @ p["W1"] + p["b1"]
+    k = np.sqrt(2.0 / np.pi)
+    s = np.tanh(k * (u + 0.044715 * u**3))
+    du = (dout @ p["W2"].T) * (0.5 * (1 + s) + 0.5 * u * (1 - s**2) * k * (1 + 3 * 0.044715 * u**2))
+    a = gelu(u)
+    rows = tuple(range(z.ndim - 1))
+    return (du @ p["W1"].T, np.tensordot(z, du, axes=(rows, rows)), du.sum(axis=rows),
+            np.tensordot(a, dout, axes=(rows, rows)), dout.sum(axis=rows))
+
+
+LARGE_MLP = (1, 2000, 64)  # (B, T, C), float32: the weights alone have 32,768 entries, each two passes over all
+
+
+def mlp_backward_cases(rng):
+    for shape in [(1, 1), (3, 2), (2, 3, 4), (1, 2, 2, 3)]:  # one feature; one position; leading axes
+        C = shape[-1]
+        yield call(rng.standard_normal(shape), rng.standard_normal(shape) * 1.5, _block_params(rng, C))
+    C = 5
+    yield call(rng.standard_normal((2, C)), rng.standard_normal((2, C)) * 6, _block_params(rng, C))  # saturated GELU
+    for _ in range(2):
+        shape = tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(1, 3)))) + (int(rng.integers(1, 7)),)
+        yield call(rng.standard_normal(shape), rng.standard_normal(shape), _block_params(rng, shape[-1]))
+    B, T, C = LARGE_MLP  # no time to differentiate numerically
+    params = {k: v.astype(np.float32) for k, v in _block_params(rng, C).items()}
+    yield call(rng.standard_normal(LARGE_MLP).astype(np.float32), rng.standard_normal(LARGE_MLP).astype(np.float32),
+               params)
+
+
+def same_mlp_gradients(expected: Any, got: Any) -> str | None:
+    """The reference's gradients to the default tolerance, or, for the large float32 case, to a float32 answer's."""
+    large = np.size(expected[0]) > 20_000  # dz has the shape of z: only the large case is this big
+    return (Same(rtol=1e-4, atol=1e-4) if large else Same())(expected, got)
+
+
+CHECKS["test_mlp_backward"] = Check("mlp_backward", mlp_backward, mlp_backward_cases, unchanged_args=True,
+                                    compare=same_mlp_gradients, replace_globals={"gelu": gelu})

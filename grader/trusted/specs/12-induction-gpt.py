@@ -6,6 +6,17 @@ called with a cache built by this forward pass on a fresh small model, and `gene
 with greedy decoding by recomputation on fresh small models. Every `cases` generator starts with
 fixed edge cases (one block, one head, one position, tokens repeated within a sequence, LayerNorm
 weights away from 1 and 0) and adds random ones; all values are drawn from `rng`.
+
+`path_ablation` is compared with a reference that removes what layer 0's head writes from the
+chosen reads of layer 1 (queries, keys, values) and from the residual stream, on fresh small models
+of two and three blocks, every single road, none, all of them, and a replacement put back.
+
+`gpt_backward` also gets one case far too large to differentiate numerically within the test
+cell's time limit: a model of width 64 with three blocks of four heads, a vocabulary of 64 and 64
+positions (61,952 parameters), on one sequence of 64 tokens. Differences of the forward pass need
+two forward passes per parameter for central differences and four for a five-point stencil, more
+than 100,000 passes of milliseconds each; the backward pass takes milliseconds once. Its inputs
+and result stay within a test cell's output limit (about 0.5 MB of gradients).
 """
 
 import numpy as np
@@ -163,6 +174,10 @@ def gpt_backward_cases(rng):
         t_max = int(rng.integers(2, 7))
         yield _backward_call(rng, int(rng.integers(1, 4)), int(rng.integers(1, t_max + 1)), int(rng.integers(2, 8)),
                              t_max, h * int(rng.integers(1, 4)), int(rng.integers(1, 4)), h)
+    yield _backward_call(rng, *LARGE_MODEL)  # no time to differentiate numerically
+
+
+LARGE_MODEL = (1, 64, 64, 64, 64, 3, 4)  # (B, T, vocab, t_max, width, layers, h): 61,952 parameters
 
 
 # --- Exercise 3: the induction score ----------------------------------------------------------------
@@ -261,3 +276,67 @@ CHECKS = {
     "test_generate": Check("generate", generate, generate_cases, unchanged_args=True,
                            compare=Same(rtol=1e-6, atol=1e-9, array_like=True)),
 }
+
+
+# --- Exercise 4: path ablation (K-composition) ------------------------------------------------------
+
+
+def _attend(params, layer, a_q, a_k, a_v, h):
+    """Layer `layer`'s attention from three inputs (queries, keys, values): (output (B, T, C), weights, per head)."""
+    T = a_q.shape[1]
+    Q, K, V = (_split(a @ params[f"b{layer}.{n}"], h) for a, n in ((a_q, "Wq"), (a_k, "Wk"), (a_v, "Wv")))
+    scores = Q @ K.transpose(0, 1, 3, 2) / np.sqrt(Q.shape[-1])
+    scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    per_head = weights @ V  # (B, h, T, hs)
+    return _merge(per_head) @ params[f"b{layer}.Wo"], weights, per_head
+
+
+def path_ablation(params, tokens, h, head, paths, replacement=None):
+    B, T = tokens.shape
+    x0 = params["E"][tokens] + params["P"][:T]
+    a0 = _layer_norm(x0, params["b0.ln1_gamma"], params["b0.ln1_beta"])
+    out0, _, per_head = _attend(params, 0, a0, a0, a0, h)
+    hs = x0.shape[-1] // h
+    written = per_head[:, head] @ params["b0.Wo"][head * hs:(head + 1) * hs]  # (B, T, hs) @ (hs, C): what it writes
+    x1 = x0 + out0
+    removed = x1 - written + (0.0 if replacement is None else replacement)
+    stream = {path: (removed if path in paths else x1) for path in "qkvr"}
+    gamma, beta = params["b1.ln1_gamma"], params["b1.ln1_beta"]
+    out1, weights1, _ = _attend(params, 1, *(_layer_norm(stream[p], gamma, beta) for p in "qkv"), h)
+    x = stream["r"] + out1
+    for layer in range(2, _layers(params)):
+        a = _layer_norm(x, params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])
+        x = x + _attend(params, layer, a, a, a, h)[0]
+    return _layer_norm(x, params["lnf_gamma"], params["lnf_beta"]) @ params["U"], weights1
+
+
+def _path_call(rng, B, T, vocab, width, layers, h, head, paths, replace=False):
+    params = _model(rng, vocab, T + int(rng.integers(0, 3)), width, layers)
+    tokens = rng.integers(0, vocab, size=(B, T))
+    if not replace:
+        return call(params, tokens, h, head, paths)
+    return call(params, tokens, h, head, paths, replacement=rng.standard_normal((T, width)))  # one row per position
+
+
+def path_ablation_cases(rng):
+    # Fixed: each single path, two heads in two blocks; all paths (the head switched off); no path (the
+    # intact model); one head; three blocks (the third reads the stream layer 1 left); a replacement.
+    for paths in ("k", "q", "v", "r"):
+        yield _path_call(rng, 2, 5, 6, 8, 2, 2, 1, paths)
+    yield _path_call(rng, 1, 4, 5, 6, 2, 3, 2, "qkvr")
+    yield _path_call(rng, 2, 3, 5, 4, 2, 1, 0, "k")
+    yield _path_call(rng, 1, 6, 7, 8, 3, 2, 0, "qk")
+    yield _path_call(rng, 2, 4, 6, 8, 2, 2, 0, "kr", replace=True)
+    yield _path_call(rng, 1, 3, 4, 4, 2, 2, 1, "")
+    for _ in range(2):
+        h = int(rng.integers(1, 4))
+        paths = "".join(p for p in "qkvr" if rng.random() < 0.5)
+        yield _path_call(rng, int(rng.integers(1, 3)), int(rng.integers(2, 7)), int(rng.integers(3, 8)),
+                         h * int(rng.integers(1, 4)), int(rng.integers(2, 4)), h, int(rng.integers(h)), paths,
+                         replace=bool(rng.random() < 0.5))
+
+
+CHECKS["test_path_ablation"] = Check("path_ablation", path_ablation, path_ablation_cases, unchanged_args=True,
+                                     compare=Same(rtol=1e-6, atol=1e-9))
