@@ -1552,6 +1552,11 @@ print(f"main run: {STEPS} steps, CPU {main_cpu:.1f} s, wall {main_wall:.1f} s, "
 #
 # ## Next
 #
+# Lesson 13 adds the other half of the original Transformer: cross-attention, whose queries come
+# from the output being written and whose keys and values come from an input that an encoder has
+# read. A one-block encoder and a one-block decoder learn to reverse sequences, and you watch their
+# cross-attention find the alignment. To read further on what this lesson found:
+#
 # - Olsson et al., *In-context Learning and Induction Heads* (2022), finds the same phase change
 #   in language models of every size, and argues that induction heads are behind most in-context
 #   learning.
