@@ -38,8 +38,6 @@ CORE = (3,)  # 01-03 under make test (the docs' example: Lessons 2 and 3 hand ou
 OWN_LESSON = {
     ("03-parallel-heads", "multi_head_attention_loop", "test_multi_head_attention_forward"):
         "the loop over heads, given after Exercise 2 to time it, returns the layer's output (not its cache)",
-    ("12-induction-gpt", "reference_loss", "test_cross_entropy"):
-        "the checks' own cross-entropy, given before Exercise 1, is its answer",
 }
 
 
