@@ -314,7 +314,6 @@ def answers_among_given_functions(lesson: str, nb: nbformat.NotebookNode | None 
 KNOWN_ANSWERS = {
     "03-parallel-heads": "multi_head_attention_loop, given for comparison, is a working multi_head_attention_forward",
     "07-backward-pass": "_attention_backward_by_differences passes the small hidden cases (not the large one)",
-    "08-position": "sinusoidal_loop, given for comparison, is a working sinusoidal_encoding",
 }
 
 
