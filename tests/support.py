@@ -16,6 +16,7 @@ import functools
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import tomllib
@@ -56,6 +57,19 @@ class Course:
     @property
     def gradebook(self) -> Path:
         return self.root / GRADEBOOK
+
+    @property
+    def released_gradebook(self) -> Path:
+        """A copy of the gradebook as the release left it (lessons only, no student), which `make_course`
+        takes: a copy for another course starts from it, whatever the shared batch adds meanwhile."""
+        return self.root / "gradebook-as-released.db"
+
+    def copy_gradebook(self, target: Path) -> None:
+        """Write the gradebook as released to `target` (a consistent copy, through SQLite's backup)."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(self.released_gradebook)) as source, \
+                contextlib.closing(sqlite3.connect(target)) as written:
+            source.backup(written)
 
     @property
     def db_url(self) -> str:
@@ -134,7 +148,12 @@ def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None
     )
     subprocess.run([sys.executable, "-m", "grader", "release", *(lessons or []), "--course", str(root)],
                    check=True, capture_output=True, text=True)
-    return Course(root)
+    course = Course(root)
+    if course.gradebook.exists():  # SQLite's (another database is the test's own to copy)
+        with contextlib.closing(sqlite3.connect(course.gradebook)) as source, \
+                contextlib.closing(sqlite3.connect(course.released_gradebook)) as written:
+            source.backup(written)
+    return course
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -67,13 +66,10 @@ MATRIX = {
 
 
 def copy_course(course: Course, root: Path) -> Course:
-    """The shared course's Lesson 3 (its release, and the gradebook as it is now) in a course of its own at `root`."""
+    """`course`'s Lesson 3 (its release, and the gradebook as released) in a course of its own at `root`."""
     (root / "lessons").mkdir(parents=True)
     shutil.copytree(course.release(LESSON).parent, root / "lessons" / LESSON)
-    gradebook = root / GRADEBOOK
-    gradebook.parent.mkdir(parents=True)
-    with sqlite3.connect(course.gradebook) as source, sqlite3.connect(gradebook) as target:
-        source.backup(target)  # consistent, whatever the shared batch writes meanwhile
+    course.copy_gradebook(root / GRADEBOOK)
     config = (course.root / "nbgrader_config.py").read_text().replace(str(course.root), str(root))
     (root / "nbgrader_config.py").write_text(config)
     return Course(root)

@@ -12,9 +12,7 @@ in the other.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,10 +46,7 @@ class FullSize:
 def without_shortcuts(course: Course, root: Path) -> Course:
     """A copy of the shared course, release and gradebook, whose kernels run every cell at full size."""
     shutil.copytree(course.lessons, root / "lessons")
-    (root / GRADEBOOK).parent.mkdir(parents=True)
-    with contextlib.closing(sqlite3.connect(course.gradebook)) as source, \
-            contextlib.closing(sqlite3.connect(root / GRADEBOOK)) as copy:
-        source.backup(copy)  # a consistent snapshot, even while another process reads or writes it
+    course.copy_gradebook(root / GRADEBOOK)
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
         f"load_subconfig({str(course.root / 'nbgrader_config.py')!r})  # noqa\n"

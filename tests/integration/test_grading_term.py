@@ -72,8 +72,7 @@ class Term:
         self.root = root
         (root / "lessons").mkdir(parents=True)
         shutil.copytree(course.lessons / LESSON, root / "lessons" / LESSON)
-        (root / GRADEBOOK).parent.mkdir(parents=True)
-        shutil.copy(course.gradebook, root / GRADEBOOK)
+        course.copy_gradebook(root / GRADEBOOK)
         self.base = (course.root / "nbgrader_config.py").read_text().replace(str(course.root), str(root))
         self.policy = ""
         self.configure()
