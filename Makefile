@@ -80,7 +80,7 @@ hub: $(STAMP)  ## install the optional JupyterHub extra (jupyterhub; configurabl
 
 include grader/student/commands.mk
 
-test: $(STAMP)  ## the everyday suite: lint, unit, every lesson and every grading stage once (4 to 6 min on 2 cores)
+test: $(STAMP)  ## the everyday suite: lint, unit, every lesson and every grading stage once (about 4 min on 2 cores)
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not exhaustive"
 

@@ -14,6 +14,8 @@
 - xdist: `--dist loadscope` keeps each reference notebook's nbval cells on one worker, in order.
   The longest scopes go first (SLOW_FIRST) and the tests that read the shared grading batch last,
   while the batch is built in the background from the session's start (`shared_batch_in_background`).
+- Every kernel of the suite (nbval's, and the tests' own) runs with one BLAS thread, as grading kernels
+  do (grader.sandbox.limits.ONE_BLAS_THREAD): the same outputs for half the CPU time.
 - Kernel starts are counted, per tier, and the run ends with one line that says how many: every
   kernel that IPython starts runs a startup file of the session's own IPYTHONDIR, which notes the
   test it started in (PYTEST_CURRENT_TEST); each graded, sandboxed kernel (whose environment is the
@@ -33,6 +35,7 @@ import pytest
 
 from grader.course import REPO, SOLUTIONS
 from grader.extras import EXTRAS, LESSON_EXTRAS
+from grader.sandbox.limits import ONE_BLAS_THREAD
 from tests.support import GRADED_KERNELS, lesson_of
 
 TIERS = {"unit": "unit", "integration": "kernel", "e2e": "browser"}
@@ -44,7 +47,7 @@ EXHAUSTIVE = {
     "browser": "drives a real browser (tests/e2e)",
 }
 # The longest scopes (a module, or a reference notebook's nbval cells), started first so that no
-# worker is left with one of them at the end; the scopes that read the shared batch run last.
+# worker is left with one of them at the end; the scopes that read the shared batch's grades run last.
 SLOW_FIRST = [
     "solutions/12-induction-gpt/12-induction-gpt.ipynb",
     "tests/integration/test_hostile.py",
@@ -69,6 +72,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
     if not hasattr(config, "workerinput"):  # once per run, before any xdist worker starts
         _count_kernels(Path(tempfile.mkdtemp(prefix="course-test-kernels-")))
+        for name, value in ONE_BLAS_THREAD.items():  # every kernel of the suite, as every grading kernel
+            os.environ.setdefault(name, value)
 
 
 _KERNELS = "kernels.log"  # one line per IPython kernel: the test it started in
@@ -167,6 +172,8 @@ def pytest_collection_modifyitems(config, items):
 def order_scopes(items: list[pytest.Item]) -> None:
     """Longest scopes first (SLOW_FIRST), those that read the shared batch last, the rest as collected.
 
+    A scope that needs only the shared course (ready seconds after the start) is not held back.
+
     Scopes stay whole and in their own order (xdist's loadscope runs them in this order with
     --no-loadscope-reorder, the Makefile's setting).
     """
@@ -177,7 +184,7 @@ def order_scopes(items: list[pytest.Item]) -> None:
     def rank(scope: str) -> tuple[int, int]:
         if scope in SLOW_FIRST:
             return 0, SLOW_FIRST.index(scope)
-        reads_batch = any({"course", "graded"} & set(getattr(item, "fixturenames", ())) for item in scopes[scope])
+        reads_batch = any("graded" in getattr(item, "fixturenames", ()) for item in scopes[scope])
         return (2 if reads_batch else 1), 0
 
     items[:] = [item for scope in sorted(scopes, key=rank) for item in scopes[scope]]

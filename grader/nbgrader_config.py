@@ -8,6 +8,7 @@ writes lives in grader/state/ (grader/layout.py). What each command runs is in g
 from grader import pipeline
 from grader.course import REPO
 from grader.layout import GRADEBOOK, STATE_FOLDERS
+from grader.sandbox.limits import ONE_BLAS_THREAD
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -56,9 +57,8 @@ c.KernelLimits.disk_limit = 256 * 1024**2  # bytes of each writable tmpfs: /tmp,
 c.GuardedExecute.notebook_timeout = 600  # seconds of all of a submission's cells together
 c.GuardedExecute.output_bytes_per_cell = 2 * 1024**2  # bytes of output kept per cell, as it arrives
 c.GuardedExecute.output_bytes_per_notebook = 16 * 1024**2  # and per notebook
-# One BLAS thread per kernel: parallel graders already use every core, and spinning BLAS threads
-# competing for them slow every notebook down.
-c.GuardedExecute.kernel_env = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+# One BLAS thread per kernel (grader/sandbox/limits.py says why).
+c.GuardedExecute.kernel_env = dict(ONE_BLAS_THREAD)
 # Grading shortcuts. Each kernel is told it is being graded (NBGRADER_EXECUTION=autograde): through
 # lesson_helpers.py a lesson runs its demonstrations smaller. The kernel argument below draws no figure:
 # the graded copy and the feedback show each one as its text (`<Figure size 1100x950 with 4 Axes>`).

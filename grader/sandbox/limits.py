@@ -11,6 +11,11 @@ from __future__ import annotations
 from traitlets import Float, Integer
 from traitlets.config import Configurable
 
+# One BLAS thread per kernel, for every kernel the course starts to grade or test a notebook: they already
+# run one per core (parallel graders, test workers), and on the lessons' small matrices OpenBLAS's other
+# threads only spin, doubling the CPU time a notebook takes for the same wall time and the same numbers.
+ONE_BLAS_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+
 
 class KernelLimits(Configurable):
     """What one submission's kernel may use; 0 means no limit."""

@@ -118,7 +118,8 @@ def batch_submissions(course: Course, every: bool = True,
                       lessons: list[str] | None = None) -> dict[str, dict[str, nbformat.NotebookNode]]:
     """lesson -> student -> notebook: the fixtures and cheats of `lessons` (default: all) whose extras are here.
 
-    `every` False: only each lesson's core fixtures and cheat (tests.support.core_variants, core_cheat).
+    `every` False: only each lesson's core fixtures and its core cheat, if any (tests.support's core_variants
+    and core_cheat).
     """
     batch = {}
     for lesson in lessons or lesson_ids():
@@ -127,7 +128,8 @@ def batch_submissions(course: Course, every: bool = True,
         release = course.release(lesson)
         students = {v.name: build(lesson, release, v) for v in (variants if every else core_variants)(lesson)}
         if lesson in cheat_lessons():
-            chosen = cheats(lesson) if every else {core_cheat(lesson): cheats(lesson)[core_cheat(lesson)]}
+            core = core_cheat(lesson)
+            chosen = cheats(lesson) if every else {core: cheats(lesson)[core]} if core else {}
             cheated = {name: build(lesson, release, v) for name, (v, _) in chosen.items()}
             assert not set(cheated) & set(students), f"{lesson}: a cheat has a fixture's name"
             students |= cheated
