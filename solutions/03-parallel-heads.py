@@ -734,22 +734,42 @@ print("Q @ K^T allocated its result and less than a tenth of one copy of K^T bes
 # copy of $K^\top$: the strided views were read in place.
 #
 # **The loop does the same products.** Below is the loop version, built on Lesson 1's
-# `attention` with 3-D arrays. The batched layer makes one call of `@` for the scores, with
-# leading axes $(B, h)$: $B \cdot h$ products of `(T, hs) @ (hs, T)`. The loop makes $h$ calls,
-# each with leading axis $B$: $h \cdot B$ products of the same `(T, hs) @ (hs, T)` shape.
+# `attention` with 3-D arrays, for a layer that stores its weights per head, as some
+# implementations do: head $i$ has its own $W_q^{(i)}, W_k^{(i)}, W_v^{(i)}$ of shape `(C, hs)`
+# and its own share $W_o^{(i)}$ of the output projection, `(hs, C)`. Stacked, the per-head
+# weights are `(h, C, hs)` and `(h, hs, C)`. Head $i$'s output, multiplied by its share, is its
+# contribution to the layer's output, and the layer's output is the sum of the $h$ contributions
+# (Lesson 4 looks at these contributions closely):
+#
+# $$\text{out} = \sum_{i=1}^{h} \text{head}_i \, W_o^{(i)}, \qquad
+# \text{head}_i = \text{Attention}(X W_q^{(i)}, X W_k^{(i)}, X W_v^{(i)}) .$$
+#
+# Put side by side, the per-head query weights are one `(C, C)` matrix (head $i$'s in columns
+# $i \cdot hs$ to $(i+1) \cdot hs - 1$), and the shares of $W_o$ stacked on top of each other are
+# one `(C, C)` matrix: the batched layer with those four matrices is the same layer. The batched
+# layer makes one call of `@` for the scores, with leading axes $(B, h)$: $B \cdot h$ products of
+# `(T, hs) @ (hs, T)`. The loop makes $h$ calls, each with leading axis $B$: $h \cdot B$ products
+# of the same `(T, hs) @ (hs, T)` shape.
 
 # %%
-def multi_head_attention_loop(X, Wq, Wk, Wv, Wo, h):
-    """The same layer with a Python loop over heads: for comparison only."""
-    B, T, C = X.shape
-    hs = C // h
-    heads = []
+def multi_head_attention_loop(X, Wq_heads, Wk_heads, Wv_heads, Wo_heads):
+    """The layer with weights stored per head, with a Python loop over heads: for comparison only.
+
+    X (B, T, C); Wq_heads, Wk_heads, Wv_heads (h, C, hs); Wo_heads (h, hs, C) -> (B, T, C).
+    """
+    h, C, hs = Wq_heads.shape
+    out = np.zeros(X.shape)  # (B, T, C): the sum of the heads' contributions
     for i in range(h):
-        cols = slice(i * hs, (i + 1) * hs)  # head i's columns of the projections
-        q, k, v = X @ Wq[:, cols], X @ Wk[:, cols], X @ Wv[:, cols]  # (B, T, C) @ (C, hs) -> (B, T, hs)
+        q, k, v = X @ Wq_heads[i], X @ Wk_heads[i], X @ Wv_heads[i]  # (B, T, C) @ (C, hs) -> (B, T, hs)
         head, _ = attention(q / np.sqrt(hs), k, v)  # (B, T, hs), from B products (T, hs) @ (hs, T)
-        heads.append(head)
-    return np.concatenate(heads, axis=-1) @ Wo  # h blocks (B, T, hs) -> (B, T, C) @ (C, C) -> (B, T, C)
+        out += head @ Wo_heads[i]  # (B, T, hs) @ (hs, C) -> (B, T, C): head i's contribution
+    return out
+
+
+def side_by_side(Wq_heads, Wk_heads, Wv_heads, Wo_heads):
+    """The four (C, C) weights of the batched layer: the per-head input weights side by side, the shares of Wo stacked."""
+    return (np.concatenate(list(Wq_heads), axis=1), np.concatenate(list(Wk_heads), axis=1),  # h x (C, hs) -> (C, C)
+            np.concatenate(list(Wv_heads), axis=1), np.concatenate(list(Wo_heads), axis=0))  # h x (hs, C) -> (C, C)
 
 
 def best_time(fn, repeats=5):
@@ -762,11 +782,16 @@ def best_time(fn, repeats=5):
     return min(times)
 
 
-q0 = X @ Wq[:, :hs]  # head 0's queries in the loop, (B, T, hs)
+loop_rng = np.random.default_rng(5)
+W_heads = [loop_rng.standard_normal((h, C, hs)) / np.sqrt(C) for _ in range(3)]  # Wq, Wk, Wv per head: (h, C, hs)
+Wo_heads = loop_rng.standard_normal((h, hs, C)) / np.sqrt(C)  # the shares of Wo: (h, hs, C)
+out_loop = multi_head_attention_loop(X, *W_heads, Wo_heads)  # (B, T, C)
+out_batched, _ = multi_head_attention_forward(X, *side_by_side(*W_heads, Wo_heads), h)  # (B, T, C)
+q0 = X @ W_heads[0][0]  # head 0's queries in the loop, (B, T, hs)
 print("batched: 1 call ", Q.shape, "@", np.swapaxes(K, -2, -1).shape, "->", B * h, "products (T, hs) @ (hs, T)")
 print(f"loop:    {h} calls", q0.shape, "@", np.swapaxes(q0, -2, -1).shape, "->", h, "x", B, "=", h * B,
       "products (T, hs) @ (hs, T)")
-print("loop and batched layers agree:", np.allclose(multi_head_attention_loop(X, Wq, Wk, Wv, Wo, h), out))
+print("loop and batched layers agree:", np.allclose(out_loop, out_batched))
 
 # %% [markdown]
 # So the two versions do the same arithmetic on the same numbers (the loop also cuts each
@@ -782,8 +807,10 @@ timing_rng = np.random.default_rng(7)
 repeats = demo_size(full=7, small=3)
 for name, (tB, tT, tC, th) in [("tiny", (2, 6, 64, 4)), ("medium", (2, 128, 128, 4))]:
     tX = timing_rng.standard_normal((tB, tT, tC))
-    tW = [timing_rng.standard_normal((tC, tC)) * 0.02 for _ in range(4)]
-    t_loop = best_time(lambda: multi_head_attention_loop(tX, *tW, th), repeats)
+    tW_heads = [timing_rng.standard_normal((th, tC, tC // th)) * 0.02 for _ in range(3)]  # (h, C, hs) each
+    tWo_heads = timing_rng.standard_normal((th, tC // th, tC)) * 0.02  # (h, hs, C)
+    tW = side_by_side(*tW_heads, tWo_heads)  # the same layer's four (C, C) weights
+    t_loop = best_time(lambda: multi_head_attention_loop(tX, *tW_heads, tWo_heads), repeats)
     t_batch = best_time(lambda: multi_head_attention_forward(tX, *tW, th), repeats)
     print(f"{name:6s} B={tB}, T={tT:3d}, C={tC:3d}, h={th}:  loop {t_loop * 1e3:8.3f} ms   "
           f"batched {t_batch * 1e3:8.3f} ms   loop / batched = {t_loop / t_batch:4.2f}x")

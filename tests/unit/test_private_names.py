@@ -1,4 +1,4 @@
-"""The grader uses no private name of another library, or only the ones listed here, each with its reason.
+"""The grader uses no private name of another library.
 
 A private name (one underscore, not a dunder) of nbgrader, nbclient, jupyter_client, nbconvert,
 SQLAlchemy, numpy or any other package can change in any release. Three ways of using one are
@@ -20,8 +20,6 @@ from pathlib import Path
 import grader
 
 GRADER = Path(grader.__file__).parent
-# Private names still used, each with where and why; the list may only shrink (it is empty: keep it so).
-ALLOWED: dict[str, str] = {}
 
 
 def private(name: str) -> bool:
@@ -105,14 +103,9 @@ def overridden_private_methods() -> set[str]:
     return found
 
 
-def test_no_private_name_of_another_library_beyond_the_allowed_ones():
-    unexpected = sorted(used_private_names() - set(ALLOWED))
-    assert not unexpected, f"private names of other libraries (use a public interface): {unexpected}"
-
-
-def test_every_allowed_private_name_is_still_used():
-    gone = sorted(set(ALLOWED) - used_private_names())
-    assert not gone, f"no longer used: take them off ALLOWED: {gone}"
+def test_no_private_name_of_another_library():
+    used = sorted(used_private_names())
+    assert not used, f"private names of other libraries (use a public interface): {used}"
 
 
 def test_the_scan_finds_each_kind_of_use(tmp_path, monkeypatch):

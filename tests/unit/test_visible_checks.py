@@ -309,18 +309,8 @@ def answers_among_given_functions(lesson: str, nb: nbformat.NotebookNode | None 
     return found
 
 
-# Found by this scan in lessons outside issue 40's three, left for their own change: each is marked an
-# expected failure (strict: when the lesson is fixed, the mark must go).
-KNOWN_ANSWERS = {
-    "03-parallel-heads": "multi_head_attention_loop, given for comparison, is a working multi_head_attention_forward",
-    "07-backward-pass": "_attention_backward_by_differences passes the small hidden cases (not the large one)",
-}
-
-
 @pytest.mark.more_cases
-def test_no_function_a_student_can_call_is_an_answer(spec_lesson, request):
-    if spec_lesson in KNOWN_ANSWERS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_ANSWERS[spec_lesson]))
+def test_no_function_a_student_can_call_is_an_answer(spec_lesson):
     found = answers_among_given_functions(spec_lesson)
     assert not found, ("a function that the lesson gives, or defines in a test cell or an earlier section, passes an "
                        "exercise's hidden checks; give less, or check properties instead:\n" + "\n".join(found))
