@@ -7,7 +7,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheckCellMetadata
-from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
+from nbgrader.preprocessors import ClearHiddenTests, Execute, IgnorePattern, LimitOutput, OverwriteCells, SaveAutoGrades
 from traitlets.utils.importstring import import_item
 
 from grader import notebook, pipeline
@@ -64,9 +64,13 @@ def test_the_configuration_assigns_exactly_these_pipelines():
 
 
 def test_the_verdict_is_decided_last_and_the_inputs_chosen_right_before_execution():
+    """The trusted checks judge outside the kernel: inputs injected right before execution, the verdict decided
+    right before the grades are saved, after every step that trims outputs."""
     steps = classes(pipeline.autograde_steps())
+    verify = steps.index(VerifyTrustedChecks)
     assert steps[steps.index(InjectTrustedChecks) + 1] is GuardedExecute
-    assert steps[steps.index(VerifyTrustedChecks) + 1].__name__ == "SaveAutoGrades"
+    assert steps[verify + 1] is SaveAutoGrades
+    assert steps.index(IgnorePattern) < verify and steps.index(LimitOutput) < verify
 
 
 def locked(grade_id: str, source: str) -> nbformat.NotebookNode:
