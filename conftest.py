@@ -70,6 +70,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "exhaustive: in make test-all only (any test with a marker of EXHAUSTIVE)")
     config.addinivalue_line("markers", "extra: needs an optional extra (grader.extras.EXTRAS)")
     config.addinivalue_line("markers", "needs(*extras): the optional extras a test needs, by name")
+    config.addinivalue_line("markers", "lesson(id): the lesson a test checks, whose extras it needs "
+                                       "(tests.support.lesson_of; a test parametrized with lesson ids needs no mark)")
     if not hasattr(config, "workerinput"):  # once per run, before any xdist worker starts
         _count_kernels(Path(tempfile.mkdtemp(prefix="course-test-kernels-")))
         for name, value in ONE_BLAS_THREAD.items():  # every kernel of the suite, as every grading kernel

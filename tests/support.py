@@ -630,13 +630,17 @@ def _with_surrogates(value):
 
 
 def lesson_of(item) -> str | None:
-    """The lesson a test item checks: an nbval cell of solutions/<id>/, or a test parametrized with it.
+    """The lesson a test item checks: an nbval cell of solutions/<id>/, a test marked `lesson(id)`, or a
+    test parametrized with it.
 
     Any parameter whose value is a lesson id counts, whatever its name, so that a new parametrized
     test cannot forget the optional extras.
     """
     if SOLUTIONS in item.path.parents:
         return item.path.relative_to(SOLUTIONS).parts[0]
+    marker = item.get_closest_marker("lesson")
+    if marker is not None:
+        return marker.args[0]
     callspec = getattr(item, "callspec", None)
     params = callspec.params if callspec else {}
     known = lesson_ids()

@@ -19,9 +19,9 @@ try:
 except ImportError:  # every test here is then skipped, naming the extra (conftest.py)
     torch = None
 
-pytestmark = pytest.mark.needs("torch")
 
 LESSON = "07-backward-pass"
+pytestmark = [pytest.mark.needs("torch"), pytest.mark.lesson(LESSON)]
 BOUND = 1e-10  # float64: the formulas and autograd differ only by rounding
 
 
@@ -39,9 +39,8 @@ def attention(Q, K, V):
     return torch.softmax(Q @ K.transpose(-1, -2) / Q.shape[-1] ** 0.5, dim=-1) @ V
 
 
-@pytest.mark.parametrize("lesson_id", [LESSON])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_softmax_backward_matches_autograd(lesson_id, seed):
+def test_softmax_backward_matches_autograd(seed):
     rng = np.random.default_rng(seed)
     S, dA = rng.standard_normal((2, 3, 4, 6)), rng.standard_normal((2, 3, 4, 6))  # (B, h, T_q, T_k)
     (St,) = tensors(S)
@@ -51,10 +50,9 @@ def test_softmax_backward_matches_autograd(lesson_id, seed):
     assert np.abs(np.asarray(got) - St.grad.numpy()).max() < BOUND
 
 
-@pytest.mark.parametrize("lesson_id", [LESSON])
 @pytest.mark.parametrize(("lead", "T_q", "T_k", "d_k", "d_v"), [((), 5, 5, 4, 3), ((2, 3), 4, 7, 8, 2),
                                                                 ((1, 2, 2), 3, 3, 1, 4)])
-def test_attention_backward_matches_autograd(lesson_id, lead, T_q, T_k, d_k, d_v):
+def test_attention_backward_matches_autograd(lead, T_q, T_k, d_k, d_v):
     rng = np.random.default_rng(len(lead) + 10 * T_k)
     Q, K, V = (rng.standard_normal((*lead, T, d)) for T, d in [(T_q, d_k), (T_k, d_k), (T_k, d_v)])
     dOut = rng.standard_normal((*lead, T_q, d_v))
@@ -65,9 +63,8 @@ def test_attention_backward_matches_autograd(lesson_id, lead, T_q, T_k, d_k, d_v
         assert np.abs(ours - theirs.grad.numpy()).max() < BOUND
 
 
-@pytest.mark.parametrize("lesson_id", [LESSON])
 @pytest.mark.parametrize(("B", "T", "C", "h"), [(1, 1, 4, 1), (2, 3, 6, 3), (2, 5, 8, 2), (3, 4, 12, 4)])
-def test_mha_backward_matches_autograd(lesson_id, B, T, C, h):
+def test_mha_backward_matches_autograd(B, T, C, h):
     rng = np.random.default_rng(B * 100 + T * 10 + h)
     X = rng.standard_normal((B, T, C))
     weights = [0.5 * rng.standard_normal((C, C)) for _ in range(4)]

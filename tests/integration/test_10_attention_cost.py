@@ -21,6 +21,7 @@ from grader.course import nbgrader_config
 from grader.trusted import load_spec, wire
 
 LESSON = "10-attention-cost"
+pytestmark = pytest.mark.lesson(LESSON)
 CHECK = "test_online_softmax_attention"
 BACKWARD = "test_flash_attention_backward"
 
@@ -47,9 +48,8 @@ def configured_limit() -> int:
     return int(limit)
 
 
-@pytest.mark.parametrize("lesson_name", [LESSON])
 @pytest.mark.parametrize("check_id", [CHECK, BACKWARD])
-def test_memory_case_score_table_exceeds_the_kernel_memory_limit(lesson_name, check_id):
+def test_memory_case_score_table_exceeds_the_kernel_memory_limit(check_id):
     limit = configured_limit()
     for case in memory_cases(check_id=check_id):
         Q, K, V, block = case.args[:3] + case.args[-1:]
@@ -61,8 +61,7 @@ def test_memory_case_score_table_exceeds_the_kernel_memory_limit(lesson_name, ch
         assert payload < 2**21, f"keep the memory case small on the wire ({payload} bytes)"
 
 
-@pytest.mark.parametrize("lesson_name", [LESSON])
-def test_under_the_limit_the_table_raises_memory_error_and_a_strip_does_not(lesson_name):
+def test_under_the_limit_the_table_raises_memory_error_and_a_strip_does_not():
     (case,) = memory_cases([0])
     Q, K, _, block = case.args
     Tq, Tk = Q.shape[-2], K.shape[-2]
@@ -83,8 +82,7 @@ def test_under_the_limit_the_table_raises_memory_error_and_a_strip_does_not(less
     assert done.stdout.strip() == "MemoryError"
 
 
-@pytest.mark.parametrize("lesson_name", [LESSON])
-def test_reference_with_repeated_keys_equals_plain_attention(lesson_name):
+def test_reference_with_repeated_keys_equals_plain_attention():
     check = load_spec(LESSON).checks[CHECK]
     rng = np.random.default_rng(3)
     for lead, Tq, Tk, d, dv, distinct in [((), 700, 3000, 1, 1, 64), ((2, 3), 40, 90, 4, 5, 7), ((), 50, 60, 3, 2, 60)]:
@@ -97,8 +95,7 @@ def test_reference_with_repeated_keys_equals_plain_attention(lesson_name):
         np.testing.assert_allclose(check.reference(Q, K, V, 16), expected, rtol=1e-12, atol=1e-13)
 
 
-@pytest.mark.parametrize("lesson_name", [LESSON])
-def test_backward_reference_with_repeated_keys_equals_the_full_backward(lesson_name):
+def test_backward_reference_with_repeated_keys_equals_the_full_backward():
     spec = load_spec(LESSON)
     check = spec.checks[BACKWARD]
     forward = spec.checks[CHECK].reference
@@ -116,8 +113,7 @@ def test_backward_reference_with_repeated_keys_equals_the_full_backward(lesson_n
             np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12)
 
 
-@pytest.mark.parametrize("lesson_name", [LESSON])
-def test_backward_cases_hand_over_the_forward_output_and_log_sum_exp(lesson_name):
+def test_backward_cases_hand_over_the_forward_output_and_log_sum_exp():
     check = load_spec(LESSON).checks[BACKWARD]
     cases = list(check.cases(np.random.default_rng(5)))
     exact = [c for c in cases if c is not cases[-1]]
@@ -138,9 +134,8 @@ def test_backward_cases_hand_over_the_forward_output_and_log_sum_exp(lesson_name
     assert rounded == 1
 
 
-@pytest.mark.parametrize("lesson_name", [LESSON])
 @pytest.mark.parametrize("check_id", [CHECK, BACKWARD])
-def test_memory_case_results_fit_in_the_output_allowed_per_cell(lesson_name, check_id):
+def test_memory_case_results_fit_in_the_output_allowed_per_cell(check_id):
     # The kernel sends back each result, and with unchanged_args each argument's digest, as cell output.
     check = load_spec(LESSON).checks[check_id]
     allowed = nbgrader_config().GuardedExecute.output_bytes_per_cell
