@@ -32,15 +32,6 @@ NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 PAST, FUTURE = "2026-12-01 23:59:00 UTC", "2026-12-11 23:59:00 UTC"
 CORE = (3,)  # 01-03 under make test (the docs' example: Lessons 2 and 3 hand out Lesson 1's answers)
 
-# Functions a lesson gives in its own notebook that answer one of its own exercises: a matter of the
-# lesson's content, not of publishing in steps (a lesson is published whole). Each is reported to the
-# lesson's authors; the test fails once one is gone, so that its entry goes too.
-OWN_LESSON = {
-    ("03-parallel-heads", "multi_head_attention_loop", "test_multi_head_attention_forward"):
-        "the loop over heads, given after Exercise 2 to time it, returns the layer's output (not its cache)",
-}
-
-
 def prefixes() -> list:
     return [pytest.param(k, id=f"01-{IDS[k - 1][:2]}", marks=() if k in CORE else pytest.mark.more_cases)
             for k in range(1, len(IDS) + 1)]
@@ -71,13 +62,11 @@ def published(out: Path) -> dict[str, bytes]:
 
 
 def open_answers_published(out: Path, open_lessons: list[str]) -> list[tuple[str, str, str, str]]:
-    """(file, function, lesson, grade_id) for every published function that answers an exercise of `open_lessons`,
-    but those OWN_LESSON lists."""
+    """(file, function, lesson, grade_id) for every published function that answers an exercise of `open_lessons`."""
     found = []
     for path, data in published(out).items():
         for lesson in open_lessons:
-            found += [(path, name, lesson, grade_id) for name, grade_id in answers_in(path, data, lesson)
-                      if (lesson, name, grade_id) not in OWN_LESSON]
+            found += [(path, name, lesson, grade_id) for name, grade_id in answers_in(path, data, lesson)]
     return found
 
 
@@ -92,10 +81,6 @@ def test_with_the_last_lesson_open_the_build_publishes_none_of_its_answers(k, tm
     found = open_answers_published(tmp_path / "out", [last])
     assert not found, f"with {last} open, the build publishes answers to it:\n" + "\n".join(
         f"{path}: `{name}` passes {lesson}'s hidden checks of {grade_id}" for path, name, lesson, grade_id in found)
-    own = [(last, name, grade_id) for name, grade_id in answers_in(
-        f"lessons/{last}/{last}.ipynb", (tmp_path / "out" / "lessons" / last / f"{last}.ipynb").read_bytes(), last)]
-    gone = [key for key in OWN_LESSON if key[0] == last and key not in own]
-    assert not gone, f"no longer an answer in its own lesson: remove {gone} from OWN_LESSON"
 
 
 @pytest.mark.parametrize("k", prefixes())
