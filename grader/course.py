@@ -15,6 +15,7 @@ from pathlib import Path
 
 from traitlets.config import Config, PyFileConfigLoader
 
+from grader.student import layout
 from grader.student.layout import LESSONS, select_lessons, student_notebook  # noqa: F401 (the student's, shared)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,9 +23,15 @@ SOLUTIONS = REPO / "solutions"
 
 
 def lesson_ids() -> list[str]:
-    """Every lesson of the course, in order: one text source `solutions/<id>.py` per lesson,
-    paired with its reference notebook `solutions/<id>/<id>.ipynb`."""
-    return sorted(p.stem for p in SOLUTIONS.glob("*.py"))
+    """Every lesson of the course, in order: one text source `solutions/<id>.py` per lesson, paired with
+    its reference notebook `solutions/<id>/<id>.ipynb`, its hidden checks beside it in `solutions/<id>.checks.py`."""
+    return layout.lesson_ids()
+
+
+def checks_file(lesson: str) -> Path:
+    """A lesson's hidden checks (its trusted spec): beside its text source, not in its nbgrader folder, whose
+    every file nbgrader copies into the release."""
+    return SOLUTIONS / f"{lesson}{layout.CHECKS_SUFFIX}"
 
 
 def source_text(lesson: str) -> Path:

@@ -35,7 +35,7 @@ class KernelsCannotStart(CourseError):
 
 
 class BrokenSpec(CourseError):
-    """Found before a batch: a lesson's trusted spec (grader/trusted/specs/) cannot prepare its checks."""
+    """Found before a batch: a lesson's trusted spec (solutions/<lesson>.checks.py) cannot prepare its checks."""
 
 
 class GradebookRefused(CourseError):

@@ -3,7 +3,7 @@
 `preflight(course, lesson, config)` runs once per batch, in the process that grades it
 (grader/grading/autograde.py), and refuses the whole batch with one message:
 
-- `BrokenSpec` when the lesson's trusted spec (grader/trusted/specs/<lesson>.py) cannot prepare its
+- `BrokenSpec` when the lesson's trusted spec (solutions/<lesson>.checks.py) cannot prepare its
   checks for the release: the spec is loaded and its checks prepared exactly as for a submission
   (grader.pipeline.inject_trusted_checks), with the traceback, bounded;
 - `KernelsCannotStart` when the rehearsal of a kernel's start (grader.sandbox.kernel_probe: the
@@ -53,7 +53,7 @@ def check_spec(lesson: str, config: Config) -> None:
         raise BrokenSpec(f"the trusted checks of {lesson} cannot be prepared, so no submission can be graded: "
                          f"{type(error).__name__}: {bounded(str(error), 500)}\n"
                          f"traceback: {traceback_of(error)}\n"
-                         f"What to do: fix grader/trusted/specs/{lesson}.py (`python -m pytest "
+                         f"What to do: fix solutions/{lesson}.checks.py (`python -m pytest "
                          "tests/unit/test_trusted_checks.py` checks every spec), then grade again. "
                          "No submission was graded.") from None
 

@@ -39,11 +39,14 @@ def manifest() -> dict:
                           "download the course again") from error
 
 
+CHECKS_SUFFIX = ".checks.py"  # solutions/<id>.checks.py: a lesson's hidden checks, beside its source solutions/<id>.py
+
+
 def lesson_ids() -> list[str]:
     """Every lesson of this copy, in order: the manifest's in a distribution, else one per solutions/<id>.py."""
     if is_distribution():
         return sorted(manifest()["releases"])
-    return sorted(path.stem for path in SOLUTIONS.glob("*.py"))
+    return sorted(path.stem for path in SOLUTIONS.glob("*.py") if not path.name.endswith(CHECKS_SUFFIX))
 
 
 def select_lessons(lessons: list[str] | None) -> list[str]:

@@ -1,6 +1,7 @@
 """What a lesson's trusted spec declares: for each graded test cell, a `Check`.
 
-A spec is a module `grader/trusted/specs/<lesson>.py` that defines `CHECKS`, a dict from the
+A spec is a lesson's hidden checks, the module `solutions/<lesson>.checks.py` (grader.course.checks_file), that
+defines `CHECKS`, a dict from the
 grade_id of a locked test cell to a `Check`: the name of the student's function, a trusted
 reference implementation of it, and a generator of fresh inputs. See docs/lesson-style.md.
 """
@@ -19,15 +20,13 @@ import types
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from grader import markers
+from grader.course import checks_file, lesson_ids
 from grader.trusted.wire import Raised, Rng, Unsupported
-
-SPECS = Path(__file__).resolve().parent / "specs"
 
 # The hidden-test block of every test cell that a Check grades, verbatim. When the notebook is not
 # being autograded (nbval, `make reference`, `nbgrader validate`) it does nothing. When it is, the
@@ -327,10 +326,10 @@ class LessonSpec:
 @functools.cache
 def load_spec(lesson: str) -> LessonSpec | None:
     """The trusted spec of `lesson`, or None if the lesson has none."""
-    path = SPECS / f"{lesson}.py"
+    path = checks_file(lesson)
     if not path.is_file():
         return None
-    name = "grader.trusted.specs." + re.sub(r"\W", "_", lesson)
+    name = "lesson_checks_" + re.sub(r"\W", "_", lesson)  # a top-level name: pickling finds it in sys.modules
     module_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module  # so that dataclasses and pickling in the spec find their module
@@ -343,7 +342,7 @@ def load_spec(lesson: str) -> LessonSpec | None:
 
 def spec_lessons() -> list[str]:
     """Every lesson that has a trusted spec."""
-    return sorted(p.stem for p in SPECS.glob("*.py") if not p.name.startswith("_"))
+    return [lesson for lesson in lesson_ids() if checks_file(lesson).is_file()]
 
 
 def seeded(seed: int, grade_id: str) -> np.random.Generator:

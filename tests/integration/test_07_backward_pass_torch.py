@@ -1,7 +1,7 @@
 """Lesson 7's trusted reference gradients against PyTorch's autograd (an optional extra).
 
 The hidden tests of 07-backward-pass judge students against the reference formulas in
-grader/trusted/specs/07-backward-pass.py (and against finite differences). This test checks those
+solutions/07-backward-pass.checks.py (and against finite differences). This test checks those
 formulas once more, independently, against automatic differentiation in float64, on fresh random
 inputs with leading batch and head axes, T_q != T_k and d_v != d_k. Skipped where torch is not
 installed: it is not part of the course's core environment.

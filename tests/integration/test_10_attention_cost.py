@@ -1,6 +1,6 @@
 """Lesson 10's memory checks: the hidden inputs whose score table cannot fit in a graded kernel.
 
-The trusted spec (grader/trusted/specs/10-attention-cost.py) proves that a submission does not build
+The trusted spec (solutions/10-attention-cost.checks.py) proves that a submission does not build
 the whole (Tq, Tk) score table, in the forward (`online_softmax_attention`) or in the backward
 (`flash_attention_backward`), by handing it one input whose table is larger than the address space
 a graded kernel is given. These tests keep that proof true: the case is larger than the configured

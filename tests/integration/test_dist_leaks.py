@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from grader.authoring import dist
-from grader.course import LESSONS, REPO, lesson_ids
+from grader.course import LESSONS, REPO, checks_file, lesson_ids
 from tests.support import may_show, reference_answers, secret_lines
 
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS|BEGIN MARK SCHEME|BEGIN MARKED")
@@ -38,9 +38,11 @@ def public_text() -> str:
 
 @cache
 def spec_lines() -> set[str]:
-    """Lines of the trusted specs and of grader/trusted/ that nothing public contains."""
+    """Lines of the lessons' hidden checks (solutions/<id>.checks.py) and of grader/trusted/ that nothing public
+    contains."""
     public = public_text()
-    lines = {line.strip() for path in TRUSTED.rglob("*.py") for line in path.read_text().splitlines()}
+    private = [*TRUSTED.rglob("*.py"), *(checks_file(lesson) for lesson in lesson_ids())]
+    lines = {line.strip() for path in private for line in path.read_text().splitlines()}
     return {line for line in lines if len(line) >= 16 and line not in public and not line.startswith("#")}
 
 

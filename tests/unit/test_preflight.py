@@ -18,8 +18,9 @@ LESSON = "03-parallel-heads"
 
 @pytest.fixture
 def broken_spec(tmp_path, monkeypatch):
-    (tmp_path / f"{LESSON}.py").write_text("from grader.trusted.spec import Check\nCHECKS = {'x': 1 / 0}\n")
-    monkeypatch.setattr(spec, "SPECS", tmp_path)
+    broken = tmp_path / f"{LESSON}.checks.py"
+    broken.write_text("from grader.trusted.spec import Check\nCHECKS = {'x': 1 / 0}\n")
+    monkeypatch.setattr(spec, "checks_file", lambda lesson: broken)
     spec.load_spec.cache_clear()
     yield
     spec.load_spec.cache_clear()
@@ -30,7 +31,7 @@ def test_a_broken_spec_refuses_the_batch_before_any_kernel_starts(broken_spec):
             mock.patch.object(preflight, "rehearse") as rehearse, pytest.raises(BrokenSpec) as refused:
         autograde.main(lesson=LESSON, course=REPO)
     message = str(refused.value)
-    assert "ZeroDivisionError: division by zero" in message and f"grader/trusted/specs/{LESSON}.py" in message
+    assert "ZeroDivisionError: division by zero" in message and f"solutions/{LESSON}.checks.py" in message
     assert "Traceback" in message and "No submission was graded" in message
     supervise.assert_not_called()
     rehearse.assert_not_called()

@@ -333,7 +333,7 @@ def test_replace_globals_swaps_the_trusted_definition_in_for_each_call_only():
 # ---------------------------------------------------------------- every lesson's spec against its notebook
 
 def test_trusted_specs_cover_every_graded_cell_of_their_lesson(spec_lesson):
-    assert spec_lesson in lesson_ids(), f"grader/trusted/specs/{spec_lesson}.py names no lesson"
+    assert spec_lesson in lesson_ids(), f"solutions/{spec_lesson}.checks.py names no lesson"
     spec = load_spec(spec_lesson)
     reference = nbformat.read(reference_notebook(spec_lesson), as_version=4)
     graded = {notebook.grade_id(c): c for c in reference.cells if notebook.is_graded(c) and c.cell_type == "code"}
@@ -351,7 +351,7 @@ def test_no_hidden_block_without_a_trusted_spec(lesson):
         if HIDDEN_BLOCK in cell.source:
             grade_id = notebook.grade_id(cell)
             assert spec is not None and grade_id in spec.checks, (
-                f"{grade_id}: no Check in grader/trusted/specs/{lesson}.py")
+                f"{grade_id}: no Check in solutions/{lesson}.checks.py")
 
 
 def test_lesson_style_shows_the_hidden_block_verbatim():
@@ -360,7 +360,7 @@ def test_lesson_style_shows_the_hidden_block_verbatim():
 
 def test_every_lesson_has_a_trusted_spec(lesson):
     # Otherwise its hidden tests would run in the student's kernel, where they can be fooled.
-    assert load_spec(lesson) is not None, f"write grader/trusted/specs/{lesson}.py (docs/lesson-style.md)"
+    assert load_spec(lesson) is not None, f"write solutions/{lesson}.checks.py (docs/lesson-style.md)"
 
 
 def test_extended_precision_results_are_read_as_float64():
