@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_markdown_cell, new_raw_cell
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import REPO, SOLUTIONS, lesson_ids, nbgrader_config, reference_notebook
 from grader.grading.enrolment import enrol
 from grader.layout import GRADEBOOK, Layout
@@ -221,8 +221,8 @@ def strip_markers(source: str) -> str:
 
 def reference_answers(lesson: str) -> dict[str, str]:
     nb = nbformat.read(reference_notebook(lesson), as_version=4)
-    return {notebook.grade_id(cell): strip_markers(cell.source) for cell in nb.cells
-            if notebook.kind(cell) == "solution"}
+    return {cell_roles.grade_id(cell): strip_markers(cell.source) for cell in nb.cells
+            if cell_roles.kind(cell) == "solution"}
 
 
 def build(lesson: str, release: Path, variant: Variant) -> nbformat.NotebookNode:
@@ -231,16 +231,16 @@ def build(lesson: str, release: Path, variant: Variant) -> nbformat.NotebookNode
     if variant.untouched:
         return nb
     answers = {**reference_answers(lesson), **variant.answers}
-    unknown = (set(variant.answers) | set(variant.replace) | set(variant.delete)) - set(notebook.cells_by_id(nb))
+    unknown = (set(variant.answers) | set(variant.replace) | set(variant.delete)) - set(cell_roles.cells_by_id(nb))
     assert not unknown, f"{lesson}/{variant.name}: no cells with grade_id {sorted(unknown)}"
     kept = []
     for cell in nb.cells:
-        grade_id = notebook.grade_id(cell)
+        grade_id = cell_roles.grade_id(cell)
         if grade_id in variant.delete:
             continue
         if grade_id in variant.replace:
             cell.source = variant.replace[grade_id]
-        elif notebook.kind(cell) == "solution":
+        elif cell_roles.kind(cell) == "solution":
             cell.source = answers[grade_id]
         kept.append(cell)
     nb.cells = kept
@@ -249,7 +249,7 @@ def build(lesson: str, release: Path, variant: Variant) -> nbformat.NotebookNode
 
 def points_of(release: Path) -> dict[str, float]:
     """grade_id -> points of every autograded test cell of a released notebook file."""
-    return notebook.test_points(nbformat.read(release, as_version=4))
+    return cell_roles.test_points(nbformat.read(release, as_version=4))
 
 
 def expected_scores(release: Path, variant: Variant) -> dict[str, float]:
@@ -519,10 +519,10 @@ def every_lesson_closed():
 
 def exercise(nb, which: str) -> tuple[nbformat.NotebookNode, list[nbformat.NotebookNode]]:
     """The first or last solution cell, and the test cells after it up to the next solution cell."""
-    solutions = [i for i, cell in enumerate(nb.cells) if notebook.kind(cell) == "solution"]
+    solutions = [i for i, cell in enumerate(nb.cells) if cell_roles.kind(cell) == "solution"]
     start = solutions[0] if which == "first" else solutions[-1]
     end = next((i for i in solutions if i > start), len(nb.cells))
-    return nb.cells[start], [cell for cell in nb.cells[start + 1:end] if notebook.is_graded(cell)]
+    return nb.cells[start], [cell for cell in nb.cells[start + 1:end] if cell_roles.is_graded(cell)]
 
 
 def retyped(cell, cell_type: str):
@@ -548,7 +548,7 @@ def build_notebook(lesson: str, release: Path, spec: dict) -> nbformat.NotebookN
         if "test" in edits:
             tests[0].source = edits["test"]
         if "test_metadata" in edits:
-            notebook.meta(tests[0]).update(edits["test_metadata"])
+            cell_roles.meta(tests[0]).update(edits["test_metadata"])
         if "test_cell_metadata" in edits:  # keys of the cell's own metadata, beside nbgrader's
             tests[0].metadata.update(edits["test_cell_metadata"])
         deleted += [cell for kind, cell in (("solution", solution), ("test", tests[0]))
@@ -590,7 +590,7 @@ def batch_scores(lesson: str, release: Path, spec: dict) -> dict[str, float]:
     if lost == "mistake":
         return expected_scores(release, mistake(lesson))
     if lost in ("first", "last"):
-        lost = {notebook.grade_id(cell) for cell in exercise(nbformat.read(release, as_version=4), lost)[1]}
+        lost = {cell_roles.grade_id(cell) for cell in exercise(nbformat.read(release, as_version=4), lost)[1]}
     elif isinstance(lost, list):  # test cells by grade_id
         lost = set(lost)
     else:

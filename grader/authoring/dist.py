@@ -15,7 +15,7 @@ and the student commands, which need Python and make and nothing of this reposit
 
 The code is not a fork, and nothing is cut out of a course file. The student code is the package
 grader/student/, which imports nothing of the instructor's (its paths and lessons are in
-grader/student/layout.py): it, grader/notebook.py, grader/errors.py, grader/safe_text.py,
+grader/student/layout.py): it, grader/cell_roles.py, grader/errors.py, grader/safe_text.py,
 grader/jupyter/, lesson_helpers.py and the files of grader/authoring/dist_template/ (the Makefile,
 grader/__init__.py and grader/__main__.py, the distribution's tests) are copied byte for byte.
 Generated are only what holds the course's settings: nbgrader_config.py (the course configuration's
@@ -80,7 +80,7 @@ def files_in(folder: Path) -> list[Path]:
 
 def copied_files() -> dict[str, Path]:
     """Distribution path -> course file, for every file shipped unchanged (lessons aside)."""
-    files = {f"grader/{name}": GRADER / name for name in ("errors.py", "notebook.py", "safe_text.py")}
+    files = {f"grader/{name}": GRADER / name for name in ("errors.py", "cell_roles.py", "safe_text.py")}
     files[LESSON_HELPERS.name] = LESSON_HELPERS
     # the student code, and commands.mk: the student rules that both Makefiles include
     files |= {f"grader/student/{p.name}": p for p in files_in(GRADER / "student")}

@@ -17,7 +17,7 @@ import nbformat
 from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import CannotGradeSafely, NotReleased
 from grader.gradebook import open_gradebook, require_course_id
@@ -110,7 +110,7 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     if not release.is_file():
         raise NotReleased(f"{release} is missing: run `make release LESSON={lesson}` first")
     released = nbformat.read(release, as_version=4)
-    points, labels = notebook.test_points(released), notebook.exercise_labels(released)
+    points, labels = cell_roles.test_points(released), cell_roles.exercise_labels(released)
 
     table = Roster.read(roster) if roster is not None else None
     with registry(layout.people) as people:

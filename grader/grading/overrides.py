@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import UsageError
 from grader.grading.ids import student_id
@@ -72,7 +72,7 @@ def main(*, lesson: str, student: str = "", exercise: str = "", points: float | 
     ident = student_id(student)
     if ident is None:
         raise UsageError(f"{for_terminal(student)!r} is not a student id: use the id the grades CSV gives")
-    points_of = notebook.test_points(nbformat.read(layout.release_notebook(lesson), as_version=4))
+    points_of = cell_roles.test_points(nbformat.read(layout.release_notebook(lesson), as_version=4))
     top = sum(points_of.values()) if exercise == TOTAL else points_of.get(exercise)
     if top is None:
         raise UsageError(f"{lesson} has no exercise {for_terminal(exercise)!r}: one of {', '.join(points_of)}, "

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 from nbconvert.filters import strip_ansi
 
-from grader import notebook
+from grader import cell_roles
 from grader.grading import pages
 from grader.grading.grades import Row
 from grader.grading.triage import ERRORS, FLAGS
@@ -61,7 +61,7 @@ class Overview:
 def failure_messages(autograded: Path, points: dict[str, float], scores: dict[str, float | None]) -> dict[str, str]:
     """grade_id -> the failure message (the cell's first error) of each test cell that scored below its points."""
     try:
-        cells = notebook.cells_by_id(nbformat.read(autograded, as_version=4))
+        cells = cell_roles.cells_by_id(nbformat.read(autograded, as_version=4))
     except Exception:  # a missing or unreadable autograded copy: the scores still tell what was lost
         cells = {}
     messages = {}

@@ -26,7 +26,7 @@ from copydetect import CodeFingerprint, compare_files
 from traitlets import Float, Integer
 from traitlets.config import Configurable
 
-from grader import notebook
+from grader import cell_roles
 from grader.grading import pages
 
 
@@ -63,7 +63,7 @@ class Pair:
 
 def answer_code(nb: nbformat.NotebookNode, answer_ids: list[str]) -> str:
     """The code of `nb`'s answer cells, in the release's order, one cell after another."""
-    cells = notebook.cells_by_id(nb)
+    cells = cell_roles.cells_by_id(nb)
     return "\n\n".join(str(cells[i].source) for i in answer_ids if i in cells and cells[i].cell_type == "code")
 
 
@@ -72,7 +72,7 @@ def given_code(release: Path) -> list[str]:
     versions of earlier lessons' functions that the lesson hands out), and its answer cells joined as
     `answer_code` joins a submission's, so that the seams between starter cells count as given too."""
     released = nbformat.read(release, as_version=4)
-    return [answer_code(released, notebook.solution_ids(released)),
+    return [answer_code(released, cell_roles.solution_ids(released)),
             *(str(c.source) for c in released.cells if c.cell_type == "code")]
 
 
@@ -87,7 +87,7 @@ def compare(submissions: dict[str, Path], release: Path, *,
     """The pairs of `submissions` (student -> notebook) whose answers match at `threshold` or more,
     in at least `min_tokens` tokens (fewer are the seams around given code, not anyone's work)."""
     released = nbformat.read(release, as_version=4)
-    answer_ids = notebook.solution_ids(released)
+    answer_ids = cell_roles.solution_ids(released)
     boilerplate = sorted({int(h) for h in _fingerprint("\n\n".join(given_code(release)), []).hashes})
     prints = {}
     for student, path in sorted(submissions.items()):

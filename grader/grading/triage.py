@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from grader import notebook
+from grader import cell_roles
 from grader.pipeline.guarded_execute import (
     GRADER_UID,
     KERNEL_DIED,
@@ -134,35 +134,35 @@ def inspect_submission(nb: NotebookNode, release: NotebookNode,
     `others` maps the course's other lessons to their grade_ids, to recognise a notebook handed in
     for the wrong lesson.
     """
-    cells, expected = notebook.cells_by_id(nb), notebook.cells_by_id(release)
+    cells, expected = cell_roles.cells_by_id(nb), cell_roles.cells_by_id(release)
     refused = too_large(nb, release) or another_lesson(nb, release, others)
     if refused:
         return [], refused
     if not cells:
-        if notebook.lines_up(nb, release):
+        if cell_roles.lines_up(nb, release):
             return [Flag("metadata-restored")], None
         return [], STRIPPED
     flags = []
     for grade_id, ref in expected.items():
-        role = "test" if notebook.is_graded(ref) else "solution" if notebook.kind(ref) == "solution" else "locked"
+        role = "test" if cell_roles.is_graded(ref) else "solution" if cell_roles.kind(ref) == "solution" else "locked"
         cell = cells.get(grade_id)
         if cell is None:
             flags.append(Flag(f"{role}-cell-missing", grade_id))
             continue
         if cell.cell_type != ref.cell_type:
             flags.append(Flag("cell-type-changed", grade_id))
-        if notebook.is_locked(ref) and cell.source != ref.source:
+        if cell_roles.is_locked(ref) and cell.source != ref.source:
             flags.append(Flag(f"{role}-cell-edited", grade_id))
-        if (notebook.kind(cell), notebook.is_graded(cell), notebook.is_locked(cell)) != (
-                notebook.kind(ref), notebook.is_graded(ref), notebook.is_locked(ref)):
+        if (cell_roles.kind(cell), cell_roles.is_graded(cell), cell_roles.is_locked(cell)) != (
+                cell_roles.kind(ref), cell_roles.is_graded(ref), cell_roles.is_locked(ref)):
             flags.append(Flag("metadata-edited", grade_id))
-        elif notebook.is_graded(ref) and notebook.meta(cell).get("points") != notebook.meta(ref).get("points"):
+        elif cell_roles.is_graded(ref) and cell_roles.meta(cell).get("points") != cell_roles.meta(ref).get("points"):
             flags.append(Flag("points-edited", grade_id))
-    ids = [notebook.grade_id(cell) for cell in nb.cells if notebook.grade_id(cell)]
+    ids = [cell_roles.grade_id(cell) for cell in nb.cells if cell_roles.grade_id(cell)]
     flags += [Flag("cell-pasted", grade_id) for grade_id in dict.fromkeys(ids) if ids.count(grade_id) > 1]
     flags += [Flag("unknown-cell", cell_id) for cell_id in cells if cell_id not in expected]
     flags += [Flag("unknown-cell", f"cell {index}") for index, cell in enumerate(nb.cells, start=1)
-              if notebook.meta(cell) and not notebook.grade_id(cell)]
+              if cell_roles.meta(cell) and not cell_roles.grade_id(cell)]
     return flags, None
 
 
@@ -173,7 +173,7 @@ def run_flags(autograded: NotebookNode) -> list[Flag]:
     flags += [Flag("no-cgroup")] if autograded.metadata.get(WATCHDOG_ONLY) else []
     flags += [Flag("grader-uid")] if autograded.metadata.get(GRADER_UID) else []
     for index, cell in enumerate(autograded.cells, start=1):
-        where = notebook.grade_id(cell) or f"cell {index}"
+        where = cell_roles.grade_id(cell) or f"cell {index}"
         for output in cell.get("outputs", []):
             names = []
             if output.output_type == "error":
@@ -191,7 +191,7 @@ def run_flags(autograded: NotebookNode) -> list[Flag]:
 
 def kernel_deaths(autograded: NotebookNode) -> list[str]:
     """What the grader wrote where a kernel died or was stopped (with what it said), one text per cell."""
-    return [f"{notebook.grade_id(cell) or f'cell {index}'}: {output.evalue}"
+    return [f"{cell_roles.grade_id(cell) or f'cell {index}'}: {output.evalue}"
             for index, cell in enumerate(autograded.cells, start=1) for output in cell.get("outputs", [])
             if output.output_type == "error" and output.get("ename") in (KERNEL_DIED, LIMIT_EXCEEDED)]
 

@@ -28,7 +28,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import nbgrader_config
 from grader.gradebook import nbgrader_api, open_gradebook
 from grader.grading import triage
@@ -128,7 +128,7 @@ def _scores(coursedir: CourseDirectory, job: Job, release) -> tuple[dict[str, fl
         except MissingEntry:
             return None
         grades = {grade.name: grade for grade in submitted.grades}
-        points = {name: grades[name].score if name in grades else None for name in notebook.test_points(release)}
+        points = {name: grades[name].score if name in grades else None for name in cell_roles.test_points(release)}
         return points, [name for name, grade in grades.items() if grade.needs_manual_grade]
 
 
@@ -161,5 +161,5 @@ def _read(path: Path, mtime: float) -> nbformat.NotebookNode:
 @cache
 def _other_lessons(release_root: Path, lesson: str) -> dict[str, set[str]]:
     """The grade_ids of every other released lesson, to recognise a notebook for the wrong one."""
-    return {path.stem: set(notebook.cells_by_id(_read(path, path.stat().st_mtime)))
+    return {path.stem: set(cell_roles.cells_by_id(_read(path, path.stat().st_mtime)))
             for path in sorted(release_root.glob("*/*.ipynb")) if path.stem != lesson}

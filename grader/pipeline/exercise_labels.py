@@ -2,7 +2,7 @@
 
 A submission's markdown is the student's to edit, so the labels never come from the notebook being
 graded: `ExerciseLabels` reads the lesson's released notebook (nbgrader's release folder, or its
-source folder where no release is left) and puts `grader.notebook.cell_labels` of it into the
+source folder where no release is left) and puts `grader.cell_roles.cell_labels` of it into the
 resources, where the feedback template (grader/pipeline/feedback_template) finds them under
 `course_exercise_labels`. Without either notebook the page falls back to the exporter's numbering.
 """
@@ -15,7 +15,7 @@ import nbformat
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from grader import notebook
+from grader import cell_roles
 from grader.safe_text import for_terminal
 
 RESOURCE = "course_exercise_labels"  # the key the feedback template reads
@@ -32,7 +32,7 @@ class ExerciseLabels(NbGraderPreprocessor):
                              for_terminal(grading.get("assignment")))
             resources[RESOURCE] = {}
         else:
-            resources[RESOURCE] = notebook.cell_labels(nbformat.read(path, as_version=4))
+            resources[RESOURCE] = cell_roles.cell_labels(nbformat.read(path, as_version=4))
         return nb, resources
 
     def lesson_notebook(self, assignment: str, name: str) -> Path | None:

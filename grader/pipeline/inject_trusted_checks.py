@@ -10,7 +10,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer
 
-from grader import markers, notebook
+from grader import cell_roles, markers
 from grader.trusted import wire
 from grader.trusted.prepared_checks import HARNESS, RESOURCE, Prepared, Run
 from grader.trusted.spec import Case, SpecError, load_spec, seeded
@@ -53,7 +53,7 @@ class InjectTrustedChecks(NbGraderPreprocessor):
         run = Run(token=token, seed=seed, bootstrap_id=f"trusted-checks-{token[:12]}",
                   entry=f"_trusted_checks_{token[:16]}", prepared={})
         for cell in nb.cells:
-            grade_id = notebook.grade_id(cell)
+            grade_id = cell_roles.grade_id(cell)
             if cell.cell_type != "code" or not utils.is_grade(cell) or grade_id not in spec.checks:
                 continue
             if grade_id in run.prepared:

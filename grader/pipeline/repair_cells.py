@@ -26,7 +26,7 @@ deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 f
 - a test cell was deleted together with the exercise cell before it: nbgrader re-inserts a
   missing test cell right after the cell that precedes it in the source notebook, and raises a
   KeyError when that one is missing too. Here it goes after the closest earlier exercise cell
-  that is still present, or before the closest later one (`grader.notebook.insertion_index`, which
+  that is still present, or before the closest later one (`grader.cell_roles.insertion_index`, which
   the students' self-check uses too).
 """
 
@@ -41,7 +41,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import OverwriteCells
 from traitlets import Float, Integer
 
-from grader import notebook
+from grader import cell_roles
 from grader.safe_text import for_terminal
 
 STRIPPED = "no nbgrader metadata left (re-saved by another editor?) and cells that do not match the release"
@@ -82,8 +82,8 @@ def another_lesson(nb, release, others: dict[str, set[str]] | Callable[[], dict[
     `others` maps the course's other lessons to their grade_ids (or makes that map, only when it is
     needed), to name the lesson it belongs to.
     """
-    cells = notebook.cells_by_id(nb)
-    if not cells or set(cells) & set(notebook.cells_by_id(release)):
+    cells = cell_roles.cells_by_id(nb)
+    if not cells or set(cells) & set(cell_roles.cells_by_id(release)):
         return None
     others = others() if callable(others) else others
     which = sorted(lesson for lesson, ids in others.items() if set(cells) & ids)
@@ -114,24 +114,24 @@ class RepairCells(OverwriteCells):
                 # A pasted copy whose metadata nbgrader's DeduplicateIds emptied: an ordinary cell now.
                 self.log.warning("Cell %d is a pasted copy of another cell: graded as an ordinary cell", index)
                 del cell.metadata["nbgrader"]
-        if self._release is not None and not notebook.cells_by_id(nb):
-            if not notebook.lines_up(nb, self._release):
+        if self._release is not None and not cell_roles.cells_by_id(nb):
+            if not cell_roles.lines_up(nb, self._release):
                 raise ValueError(STRIPPED)
             self.log.warning("No nbgrader metadata in the submission: restoring it from the release by position")
             for cell, ref in zip(nb.cells, self._release.cells, strict=True):
-                if notebook.meta(ref):
-                    notebook.set_meta(cell, notebook.meta(ref))
+                if cell_roles.meta(ref):
+                    cell_roles.set_meta(cell, cell_roles.meta(ref))
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
-        info = notebook.meta(cell)
+        info = cell_roles.meta(cell)
         if info:
             roles = self._gradebook_roles()
-            grade_id = notebook.grade_id(cell)
+            grade_id = cell_roles.grade_id(cell)
             if grade_id not in roles:
                 self.log.warning("Cell %s is not in the gradebook: graded as an ordinary cell",
                                  for_terminal(grade_id))
-                notebook.set_meta(cell, None)
+                cell_roles.set_meta(cell, None)
                 return cell, resources
             for role, value in roles[grade_id].items():
                 if info.get(role, False) != value:
@@ -163,17 +163,17 @@ class RepairCells(OverwriteCells):
         sources = {cell.name: cell for cell in source_nb.source_cells}
         solutions = {cell.name for cell in source_nb.solution_cells}
         # Notebook order of the exercise cells: the release's, or the gradebook's (nbgrader's own).
-        order = [name for name in (notebook.cells_by_id(self._release) if self._release else sources)
+        order = [name for name in (cell_roles.cells_by_id(self._release) if self._release else sources)
                  if name in sources]
         order += [name for name in sources if name not in order]
-        present = {notebook.grade_id(cell) for cell in nb.cells}
+        present = {cell_roles.grade_id(cell) for cell in nb.cells}
         for grade_cell in sorted(source_nb.grade_cells, key=lambda cell: order.index(cell.name)):
             if grade_cell.name in present:
                 continue
             self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
             cell = self.missing_cell_transform(sources[grade_cell.name], grade_cell.max_score,
                                                is_solution=grade_cell.name in solutions)
-            nb.cells.insert(notebook.insertion_index(nb.cells, order, grade_cell.name), cell)
+            nb.cells.insert(cell_roles.insertion_index(nb.cells, order, grade_cell.name), cell)
             present.add(grade_cell.name)
         return nb, resources
 
@@ -181,7 +181,7 @@ class RepairCells(OverwriteCells):
         """The grade_ids of every other released lesson of the course, by lesson."""
         coursedir = CourseDirectory(config=self.config)
         root = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)).parent
-        return {path.stem: set(notebook.cells_by_id(nbformat.read(path, as_version=4)))
+        return {path.stem: set(cell_roles.cells_by_id(nbformat.read(path, as_version=4)))
                 for path in sorted(root.glob("*/*.ipynb")) if path.parent.name != assignment}
 
     def _read_release(self, assignment: str, name: str):

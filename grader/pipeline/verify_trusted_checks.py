@@ -8,7 +8,7 @@ import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from grader import notebook
+from grader import cell_roles
 from grader.trusted import wire
 from grader.trusted.prepared_checks import FAILURE, RESOURCE, Prepared, Run
 from grader.trusted.spec import SpecError
@@ -45,11 +45,11 @@ class VerifyTrustedChecks(NbGraderPreprocessor):
             return nb, resources
         nb.cells = [cell for cell in nb.cells if cell.get("id") != run.bootstrap_id]
         for cell in nb.cells:
-            prepared = run.prepared.get(notebook.grade_id(cell))
+            prepared = run.prepared.get(cell_roles.grade_id(cell))
             if prepared is None or cell.cell_type != "code" or not utils.is_grade(cell):
                 continue
             cell.source = prepared.source
-            self._judge_cell(cell, prepared, run, notebook.grade_id(cell))
+            self._judge_cell(cell, prepared, run, cell_roles.grade_id(cell))
         nb.metadata[RESOURCE] = {"format": wire.FORMAT, "seed": run.seed}
         return nb, resources
 

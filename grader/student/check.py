@@ -21,7 +21,7 @@ fresh inputs when your notebook is graded, and this check cannot see them.
 Locked test cells. nbgrader's `validate` says "Success!" for a notebook whose test cells were
 deleted, and grades an edited test cell as edited. Grading does neither: it puts the original
 test cells back (grader.pipeline.repair_cells). So does this check, with the same rule for where a
-deleted cell goes back (`grader.notebook.restore_locked_cells`): it compares every locked cell of
+deleted cell goes back (`grader.cell_roles.restore_locked_cells`): it compares every locked cell of
 your notebook with the lesson's original, reports each one that was deleted or edited, and runs
 the original tests in their place, so the visible tests give the results grading will see.
 
@@ -50,7 +50,7 @@ from nbgrader.preprocessors import Execute, IgnorePattern
 from nbgrader.validator import Validator
 from traitlets.config import Config
 
-from grader import notebook as nbmeta
+from grader import cell_roles as nbmeta
 from grader.errors import UsageError
 from grader.student.layout import LESSONS, ROOT, nbgrader_config, select_lessons, student_notebook, with_lesson_helpers
 from grader.student.originals import released_notebook

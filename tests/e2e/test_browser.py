@@ -29,7 +29,7 @@ import urllib.request
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import LESSONS, REPO, reference_notebook, student_notebook
 from grader.extras import EXTRAS
 from grader.student import check as selfcheck
@@ -138,9 +138,9 @@ def test_student_answers_runs_validates_and_submits_lesson_3(browser, server, tm
     ARTIFACTS.mkdir(exist_ok=True)
     release = nbformat.read(student_notebook(LESSON), as_version=4)
     answers = reference_answers(LESSON)
-    answer_cells = {i: answers[notebook.grade_id(c)] for i, c in enumerate(release.cells)
-                    if notebook.kind(c) == "solution"}
-    test_cells = [i for i, c in enumerate(release.cells) if notebook.is_graded(c)]
+    answer_cells = {i: answers[cell_roles.grade_id(c)] for i, c in enumerate(release.cells)
+                    if cell_roles.kind(c) == "solution"}
+    test_cells = [i for i, c in enumerate(release.cells) if cell_roles.is_graded(c)]
     figures = figure_cells(LESSON)
     assert answer_cells and test_cells and figures, "Lesson 3 should have exercises, test cells and heatmaps"
     n_code = sum(c.cell_type == "code" for c in release.cells)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import reference_notebook, student_notebook
 from grader.trusted import wire
 from tests.support import cheat_lessons, cheats, core_cheat, expected_scores, points_of
@@ -41,7 +41,7 @@ def graded_cells(graded, lesson: str, student: str) -> dict[str, dict]:
     """grade_id -> {"score", "cell"} of one graded submission of the shared batch."""
     result = graded.result(lesson, student)
     assert result.status == "graded", f"{lesson}/{student}: {result.reason}"
-    cells = notebook.cells_by_id(graded.autograded(lesson, student))
+    cells = cell_roles.cells_by_id(graded.autograded(lesson, student))
     return {grade_id: {"score": score, "cell": cells[grade_id]} for grade_id, score in result.scores.items()}
 
 
@@ -70,7 +70,7 @@ def test_autograded_notebook_matches_the_gradebook(graded, cheat_lesson, cheat):
     """The grader's additions are gone: sources as in the gradebook, no harness cell, no raw results."""
     got = graded_cells(graded, cheat_lesson, cheat)
     sources = {grade_id: cell.source for grade_id, cell in
-               notebook.cells_by_id(nbformat.read(reference_notebook(cheat_lesson), as_version=4)).items()}
+               cell_roles.cells_by_id(nbformat.read(reference_notebook(cheat_lesson), as_version=4)).items()}
     for grade_id, g in got.items():
         cell = g["cell"]
         assert cell.source == sources[grade_id]

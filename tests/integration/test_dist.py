@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.authoring import dist
 from grader.course import REPO
 from grader.student.check import HONEST_PASS
@@ -61,7 +61,7 @@ def make(folder: Path, *args: str, timeout: float = 600) -> subprocess.Completed
 @pytest.mark.more_cases
 def test_make_check_on_the_untouched_notebook_says_not_attempted(student):
     done = make(student, "check", f"LESSON={LESSON}")
-    tests = notebook.test_points(nbformat.read(student / NOTEBOOK, as_version=4))
+    tests = cell_roles.test_points(nbformat.read(student / NOTEBOOK, as_version=4))
     assert done.returncode == 0 and "Error" not in done.stderr, f"a result, not an error:\n{done.stdout}{done.stderr}"
     assert NOTEBOOK in done.stdout, done.stdout
     assert done.stdout.count("not attempted") == len(tests) and "passed" not in done.stdout, done.stdout

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.authoring import dist
 from grader.course import REPO, lesson_ids
 from grader.errors import DistributionRefused, NotReleased
@@ -73,7 +73,7 @@ def test_a_damaged_copy_is_refused_before_anything_runs(distribution, tmp_path, 
         pristine = moved / dist.RELEASES / "03-parallel-heads.ipynb"
         pristine.chmod(0o644)
         nb = nbformat.read(pristine, as_version=4)
-        nb.cells = [cell for cell in nb.cells if "points" not in notebook.meta(cell)]
+        nb.cells = [cell for cell in nb.cells if "points" not in cell_roles.meta(cell)]
         nbformat.write(nb, pristine)  # every test cell gone: a check against it would pass anything
     else:
         (moved / dist.MANIFEST).unlink()

@@ -1,7 +1,7 @@
 """The distribution's code is the course's student code, not a fork: any drift between the two fails here.
 
 Every file of code a distribution ships is byte for byte a file of the course (grader/student/,
-grader/notebook.py, grader/jupyter/, lesson_helpers.py, grader/authoring/dist_template/); what is
+grader/cell_roles.py, grader/jupyter/, lesson_helpers.py, grader/authoring/dist_template/); what is
 generated holds the course's settings (nbgrader_config.py, requirements*.txt); the student code
 imports nothing of the instructor's and agrees with the course's own definitions. No kernel starts.
 """

@@ -10,7 +10,7 @@ from datetime import timedelta
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.pipeline.feedback_summary import NOTEBOOK, SLOT, FeedbackSummary, describe_lateness, write_summary
 from tests.support import expected_scores, variants
 
@@ -22,7 +22,7 @@ def test_a_generated_page_names_the_lessons_exercises_and_takes_a_summary(graded
     course = graded.course
     release = course.release(lesson)
     released = nbformat.read(release, as_version=4)
-    labels = notebook.exercise_labels(released)
+    labels = cell_roles.exercise_labels(released)
     [reference] = [v for v in variants(lesson) if v.name == "reference"]
     scores = expected_scores(release, reference)
     generated = course.layout.feedback_page("reference", lesson)
@@ -34,7 +34,7 @@ def test_a_generated_page_names_the_lessons_exercises_and_takes_a_summary(graded
     assert page.count(SLOT) == 1 and page.index(SLOT) < page.index(NOTEBOOK)
     copy = tmp_path / generated.name
     shutil.copy(generated, copy)
-    total, full = sum(scores.values()), sum(notebook.test_points(released).values())
+    total, full = sum(scores.values()), sum(cell_roles.test_points(released).values())
     summary = FeedbackSummary("Ada Lovelace", "reference", lesson, total, full,
                               describe_lateness(timedelta(hours=26)), 1.5, total - 1.5)
     write_summary(copy, summary)

@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import REPO, reference_notebook
 from grader.layout import GRADEBOOK, STATE
 from tests.support import FIXTURES, Variant, build
@@ -95,7 +95,7 @@ def day(tmp_path_factory):
 
     # A fix to the lesson's checks: one test cell made stricter, the lesson released again, everyone regraded.
     nb = nbformat.read(source / LESSON / f"{LESSON}.ipynb", as_version=4)
-    notebook.cells_by_id(nb)[STRICTER].source += "\nassert False, 'a stricter check'"
+    cell_roles.cells_by_id(nb)[STRICTER].source += "\nassert False, 'a stricter check'"
     nbformat.write(nb, source / LESSON / f"{LESSON}.ipynb")
     subprocess.run([sys.executable, "-m", "grader", "release", LESSON, "--course", str(root)], check=True,
                    capture_output=True, text=True, timeout=900)

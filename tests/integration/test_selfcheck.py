@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.__main__ import main as cli
 from grader.course import REPO, student_notebook
 from grader.student import check as selfcheck
@@ -93,6 +93,6 @@ def test_make_check_runs_the_self_check_on_the_lessons_folder():
     # Failed exercises are a result, not an error: make reports no failure (exit status 0, no "Error" line).
     assert done.returncode == 0 and "Error" not in done.stderr, f"{done.stdout}{done.stderr}"
     assert "lessons/03-parallel-heads/03-parallel-heads.ipynb" in done.stdout
-    tests = notebook.test_points(nbformat.read(student_notebook("03-parallel-heads"), as_version=4))
+    tests = cell_roles.test_points(nbformat.read(student_notebook("03-parallel-heads"), as_version=4))
     assert done.stdout.count("not attempted") == len(tests) and "passed" not in done.stdout, done.stdout
     assert "Kernel is running over TCP" not in done.stdout + done.stderr, "kernel start-up noise reaches the student"

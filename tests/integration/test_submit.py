@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import REPO, student_notebook
 from grader.student import check as selfcheck
 from grader.student import submit
@@ -61,7 +61,7 @@ def test_make_submit_warns_about_a_failing_self_check_but_still_writes_the_file(
     match = re.fullmatch(SUBMISSION_REGEXP, path.name)
     assert match and match.group("student_id") == "zoe_o_brien" and path.name.startswith(f"{LESSON}_")
     assert path.read_bytes() == student_notebook(LESSON).read_bytes()
-    tests = notebook.test_points(nbformat.read(student_notebook(LESSON), as_version=4))
+    tests = cell_roles.test_points(nbformat.read(student_notebook(LESSON), as_version=4))
     assert done.stdout.count("not attempted") == len(tests) and "WARNING" in done.stdout, done.stdout
     assert selfcheck.HONEST_PASS not in done.stdout
 

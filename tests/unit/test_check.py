@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbgrader.preprocessors import IgnorePattern
 
-from grader import notebook
+from grader import cell_roles
 from grader.__main__ import main as cli
 from grader.course import lesson_ids, nbgrader_config, student_notebook
 from grader.student import check as selfcheck
@@ -33,7 +33,7 @@ def test_every_student_fixture_names_real_lessons_and_test_cells():
     for lesson, name, spec in expectations():
         assert lesson in lesson_ids(), f"tests/fixtures/student/{lesson}.toml: no such lesson"
         release = nbformat.read(student_notebook(lesson), as_version=4)
-        tests = set(notebook.test_points(release))
+        tests = set(cell_roles.test_points(release))
         assert set(spec["status"]) == tests, f"{lesson}/{name}: `status` must list exactly {sorted(tests)}"
         assert set(spec["status"].values()) <= {selfcheck.PASSED, selfcheck.FAILED, selfcheck.NOT_ATTEMPTED}
 
@@ -51,9 +51,9 @@ def test_stderr_in_a_test_cell_counts_exactly_as_grading_counts_it(stderr, grade
     released = originals.released_notebook("03-parallel-heads", config)
     executed = copy.deepcopy(released)
     for cell in executed.cells:
-        if notebook.kind(cell) == "solution":
+        if cell_roles.kind(cell) == "solution":
             cell.source = "# answered"
-        if notebook.is_graded(cell):
+        if cell_roles.is_graded(cell):
             cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=stderr)]
     runner = selfcheck._NotebookRunner(config=config)
     exercises = selfcheck._exercises(runner.as_graded(executed), released, runner.log, 30)

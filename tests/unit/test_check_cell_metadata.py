@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheckCellMetadata
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import REPO
 from grader.pipeline.check_cell_metadata import CheckCellMetadata
 
@@ -16,7 +16,7 @@ RELEASE = nbformat.read(REPO / "lessons/03-parallel-heads/03-parallel-heads.ipyn
 
 
 def _graded_cell(nb):
-    return next(cell for cell in nb.cells if notebook.meta(cell).get("grade"))
+    return next(cell for cell in nb.cells if cell_roles.meta(cell).get("grade"))
 
 
 CHANGES = {
@@ -31,8 +31,8 @@ CHANGES = {
     "newer schema": lambda meta, nb: meta.update(schema_version=4),
     "unknown key": lambda meta, nb: meta.update(bonus=10),
     "metadata a list": lambda meta, nb: _graded_cell(nb).metadata.update(nbgrader=[1, 2]),
-    "duplicate grade_id": lambda meta, nb: notebook.meta(
-        next(c for c in nb.cells if notebook.meta(c).get("solution"))).update(grade_id=meta["grade_id"]),
+    "duplicate grade_id": lambda meta, nb: cell_roles.meta(
+        next(c for c in nb.cells if cell_roles.meta(c).get("solution"))).update(grade_id=meta["grade_id"]),
     "markdown grade cell": lambda meta, nb: _graded_cell(nb).update(cell_type="markdown"),
 }
 
@@ -51,7 +51,7 @@ def test_a_notebook_is_accepted_or_refused_as_nbgrader_does_for_the_same_reason(
     verdicts = []
     for step in (CheckCellMetadata(), NbgraderCheckCellMetadata()):
         nb = copy.deepcopy(RELEASE)
-        CHANGES[change](notebook.meta(_graded_cell(nb)), nb)
+        CHANGES[change](cell_roles.meta(_graded_cell(nb)), nb)
         verdicts.append(_verdict(step, nb))
     assert verdicts[0] == verdicts[1]
     assert (verdicts[0] == ("accepted",)) == (change == "unchanged")

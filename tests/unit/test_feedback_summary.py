@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_markdown_cell, new_output, new_raw_cell
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import student_notebook
 from grader.pipeline.feedback_summary import (
     NOTEBOOK,
@@ -37,12 +37,12 @@ def lesson_page(*cells: nbformat.NotebookNode, outputs: list | None = None, **to
     """Lesson 3's feedback page: its answer and test cells as released (its prose, which a student may
     delete, would only make the page slower to render), `cells` at the top, `outputs` on its first answer."""
     nb = nbformat.read(student_notebook(LESSON), as_version=4)
-    nb.cells = [cell for cell in nb.cells if notebook.grade_id(cell)]
+    nb.cells = [cell for cell in nb.cells if cell_roles.grade_id(cell)]
     for cell in nb.cells:
-        if notebook.is_graded(cell):
+        if cell_roles.is_graded(cell):
             cell.metadata.nbgrader["score"] = 0
     nb.cells[0:0] = [copy.deepcopy(cell) for cell in cells]
-    first = next(cell for cell in nb.cells if notebook.kind(cell) == "solution")
+    first = next(cell for cell in nb.cells if cell_roles.kind(cell) == "solution")
     first.outputs = outputs or []
     return feedback_page(nb, LESSON, **({"score": 5, "max_score": 15} | totals))
 

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from grader import notebook
+from grader import cell_roles
 from grader.grading import triage
 from grader.grading.triage import Flag
 from grader.pipeline.guarded_execute import KERNEL_DIED, NOT_RUN
@@ -59,7 +59,7 @@ def test_a_notebook_is_read(tmp_path):
 
 def test_answers_alone_raise_no_flag():
     assert triage.inspect_submission(answered(), release(), {}) == ([], None)
-    assert notebook.test_points(release()) == {"test_double": 2.0, "test_half": 1.0}
+    assert cell_roles.test_points(release()) == {"test_double": 2.0, "test_half": 1.0}
 
 
 def test_changes_to_exercise_cells_are_flagged_by_cell():
@@ -87,7 +87,7 @@ def test_stripped_metadata_is_restorable_only_when_the_cells_line_up():
     nb = answered()
     for cell in nb.cells:
         cell.metadata.pop("nbgrader", None)
-    assert notebook.lines_up(nb, release())
+    assert cell_roles.lines_up(nb, release())
     assert triage.inspect_submission(nb, release(), {}) == ([Flag("metadata-restored")], None)
     del nb.cells[0]
     flags, reason = triage.inspect_submission(nb, release(), {})
@@ -121,7 +121,7 @@ def test_a_pasted_cell_and_edited_points_are_flagged_and_graded():
     """Issue 27 items 4 and 6: a pasted copy costs nothing but is flagged; points set to 1000 are flagged."""
     nb = answered()
     nb.cells.insert(3, copy.deepcopy(nb.cells[2]))  # JupyterLab's copy and paste: metadata and all
-    notebook.meta(nb.cells[-1])["points"] = 1000
+    cell_roles.meta(nb.cells[-1])["points"] = 1000
     flags, reason = triage.inspect_submission(nb, release(), {})
     assert reason is None
     assert [str(flag) for flag in flags] == ["points-edited:test_half", "cell-pasted:test_double"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import student_notebook
 from grader.errors import BadDownload
 from grader.grading import canvas_csv, lms, overview, similarity
@@ -25,7 +25,7 @@ from tests.support import FIXTURES, Variant, build, grade_rows
 
 LESSON = "03-parallel-heads"
 RELEASE = student_notebook(LESSON)
-POINTS = notebook.test_points(nbformat.read(RELEASE, as_version=4))
+POINTS = cell_roles.test_points(nbformat.read(RELEASE, as_version=4))
 ATTACKS = tomllib.loads((FIXTURES / "hostile" / "no-kernel" / "grading-day.toml").read_text())
 NOW = datetime(2026, 12, 15, tzinfo=UTC)
 UNSAFE = re.compile(r"[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
@@ -106,7 +106,7 @@ def test_hostile_failure_messages_are_inert_in_the_terminal_and_on_the_page(tmp_
     for name, message in ATTACKS["messages"].items():
         nb = nbformat.read(RELEASE, as_version=4)
         ename, _, evalue = message.partition(": ")
-        notebook.cells_by_id(nb)[first].outputs = [
+        cell_roles.cells_by_id(nb)[first].outputs = [
             nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[])]
         paths[name] = tmp_path / f"{name}.ipynb"
         nbformat.write(nb, paths[name])
@@ -127,7 +127,7 @@ def test_answers_crafted_against_the_similarity_report_are_escaped_and_given_cod
         paths[name] = tmp_path / f"{name}.ipynb"
         nbformat.write(build(LESSON, RELEASE, Variant(name, untouched=True)), paths[name])
         nb = nbformat.read(paths[name], as_version=4)
-        notebook.cells_by_id(nb)["split_heads"].source = code
+        cell_roles.cells_by_id(nb)["split_heads"].source = code
         nbformat.write(nb, paths[name])
     assert similarity.compare(paths, RELEASE) == []  # two students who pasted given code are not a pair
     pairs = similarity.compare({"a": paths["mallory"], "b": paths["mallory"]}, RELEASE, threshold=0.0)
@@ -138,7 +138,7 @@ def test_answers_crafted_against_the_similarity_report_are_escaped_and_given_cod
 def test_a_huge_answer_costs_the_similarity_report_no_more_than_its_cap(tmp_path):
     huge = tmp_path / "huge.ipynb"
     nb = build(LESSON, RELEASE, Variant("huge", untouched=True))
-    notebook.cells_by_id(nb)["split_heads"].source = "\n".join(f"v{i} = w{i} * {i}" for i in range(100_000))
+    cell_roles.cells_by_id(nb)["split_heads"].source = "\n".join(f"v{i} = w{i} * {i}" for i in range(100_000))
     nbformat.write(nb, huge)
     [pair] = similarity.compare({"a": huge, "b": huge}, RELEASE, threshold=0.0, min_tokens=0)
     assert len(pair.code[0]) == similarity.MAX_CODE

@@ -9,7 +9,7 @@ import jupytext
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import LESSONS, REPO, SOLUTIONS, reference_notebook, source_text
 
 ALL_NOTEBOOKS = sorted(p for folder in (SOLUTIONS, LESSONS) for p in folder.rglob("*.ipynb")
@@ -43,7 +43,7 @@ def test_reference_notebook_was_executed_cleanly(lesson):
 
 
 def cell_inputs(nb) -> list[tuple]:
-    return [(c.cell_type, c.source.strip(), notebook.meta(c) or None) for c in nb.cells]
+    return [(c.cell_type, c.source.strip(), cell_roles.meta(c) or None) for c in nb.cells]
 
 
 def test_text_source_and_reference_notebook_are_in_sync(lesson):

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import student_notebook
 from grader.grading import late, overview
 from grader.grading.jobs import Result
@@ -16,8 +16,8 @@ from tests.support import grade_rows
 
 LESSON = "03-parallel-heads"
 RELEASE = student_notebook(LESSON)
-POINTS = notebook.test_points(nbformat.read(RELEASE, as_version=4))
-LABELS = notebook.exercise_labels(nbformat.read(RELEASE, as_version=4))
+POINTS = cell_roles.test_points(nbformat.read(RELEASE, as_version=4))
+LABELS = cell_roles.exercise_labels(nbformat.read(RELEASE, as_version=4))
 
 
 def full(**lost: float) -> dict[str, float]:
@@ -27,7 +27,7 @@ def full(**lost: float) -> dict[str, float]:
 def autograded(tmp_path: Path, student: str, errors: dict[str, str]) -> Path:
     """The release with an error output in each test cell of `errors` (grade_id -> "Name: message")."""
     nb = nbformat.read(RELEASE, as_version=4)
-    for grade_id, cell in notebook.cells_by_id(nb).items():
+    for grade_id, cell in cell_roles.cells_by_id(nb).items():
         if grade_id in errors:
             name, _, value = errors[grade_id].partition(": ")
             cell.outputs = [nbformat.v4.new_output("error", ename=name, evalue=value, traceback=[])]

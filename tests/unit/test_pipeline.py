@@ -10,7 +10,7 @@ from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheckCellMetadat
 from nbgrader.preprocessors import ClearHiddenTests, Execute, IgnorePattern, LimitOutput, OverwriteCells, SaveAutoGrades
 from traitlets.utils.importstring import import_item
 
-from grader import notebook, pipeline
+from grader import cell_roles, pipeline
 from grader.course import nbgrader_config
 from grader.pipeline.check_cell_metadata import CheckCellMetadata
 from grader.pipeline.clean_feedback import CleanFeedbackCells
@@ -94,10 +94,10 @@ def release() -> nbformat.NotebookNode:
     (["intro"], ["intro", "test_a", "test_b"]),  # nothing of the lesson left: at the end, in order
 ])
 def test_a_deleted_locked_cell_goes_back_where_grading_puts_it(kept, expected):
-    cells = {notebook.grade_id(c) or "intro": c for c in release().cells}
+    cells = {cell_roles.grade_id(c) or "intro": c for c in release().cells}
     nb = new_notebook(cells=[cells[name] for name in kept])
-    restored, deleted, edited = notebook.restore_locked_cells(nb, release())
-    assert [notebook.grade_id(c) or "intro" for c in restored] == expected
+    restored, deleted, edited = cell_roles.restore_locked_cells(nb, release())
+    assert [cell_roles.grade_id(c) or "intro" for c in restored] == expected
     assert deleted == [name for name in ("test_a", "test_b") if name not in kept] and edited == []
 
 
@@ -105,8 +105,8 @@ def test_an_edited_or_pasted_locked_cell_is_put_back_once():
     nb = release()
     nb.cells[2].source = "assert True  # edited"
     nb.cells.append(locked("test_b", "check b"))
-    restored, deleted, edited = notebook.restore_locked_cells(nb, release())
-    assert [c.source for c in restored if notebook.is_locked(c)] == ["check a", "check b"]
+    restored, deleted, edited = cell_roles.restore_locked_cells(nb, release())
+    assert [c.source for c in restored if cell_roles.is_locked(c)] == ["check a", "check b"]
     assert deleted == [] and edited == ["test_a", "test_b"]
 
 
@@ -116,11 +116,11 @@ class FakeGradebook:
     def __init__(self, nb):
         class Cell:
             def __init__(self, cell):
-                self.name, self.source = notebook.grade_id(cell), cell.source
-                self.cell_type, self.max_score = cell.cell_type, notebook.points(cell)
-                self.locked = notebook.is_locked(cell)
+                self.name, self.source = cell_roles.grade_id(cell), cell.source
+                self.cell_type, self.max_score = cell.cell_type, cell_roles.points(cell)
+                self.locked = cell_roles.is_locked(cell)
 
-        source = [Cell(c) for c in nb.cells if notebook.grade_id(c)]
+        source = [Cell(c) for c in nb.cells if cell_roles.grade_id(c)]
         self.notebook = type("Nb", (), {"source_cells": source, "solution_cells": [c for c in source if not c.locked],
                                         "grade_cells": [c for c in source if c.locked]})()
 
@@ -135,8 +135,8 @@ def test_repair_cells_restores_a_run_of_deleted_cells_where_the_self_check_does(
     repair.notebook_id, repair.assignment_id = "n", "a"
     repair.missing_cell_transform = lambda source, max_score, is_solution: locked(source.name, source.source)
     repaired, _ = repair.add_missing_grade_cells(nb, {})
-    self_checked, _, _ = notebook.restore_locked_cells(nb, release())
-    assert [notebook.grade_id(c) for c in repaired.cells] == [notebook.grade_id(c) for c in self_checked]
+    self_checked, _, _ = cell_roles.restore_locked_cells(nb, release())
+    assert [cell_roles.grade_id(c) for c in repaired.cells] == [cell_roles.grade_id(c) for c in self_checked]
 
 
 def test_a_feedback_page_carries_a_strict_policy_and_a_size_cap():

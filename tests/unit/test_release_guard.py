@@ -68,7 +68,7 @@ def test_without_git_the_lesson_notebook_is_compared_with_a_release_made_in_memo
     from functools import partial
 
     from grader.authoring.release_in_memory import released_notebook
-    from grader.notebook import cells_by_id
+    from grader.cell_roles import cells_by_id
 
     copy = tmp_path / "zip download" / "lessons" / LESSON / f"{LESSON}.ipynb"  # no git above it
     copy.parent.mkdir(parents=True)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from nbgrader import utils
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import REPO, lesson_ids, reference_notebook
 from grader.pipeline.inject_trusted_checks import InjectTrustedChecks
 from grader.pipeline.verify_trusted_checks import VerifyTrustedChecks
@@ -64,7 +64,7 @@ def test_injection_adds_the_harness_first_and_keeps_the_visible_checks(spec_less
     run = resources[RESOURCE]
     assert nb.cells[0].id == run.bootstrap_id and repr(HARNESS.read_text()) in nb.cells[0].source
     for grade_id, prepared in run.prepared.items():
-        cell = notebook.cells_by_id(nb)[grade_id]
+        cell = cell_roles.cells_by_id(nb)[grade_id]
         visible = prepared.source.split("### BEGIN HIDDEN TESTS")[0]
         assert cell.source.startswith(visible) and run.entry in cell.source
         assert "NBGRADER_EXECUTION" not in cell.source
@@ -126,7 +126,7 @@ def _executed_honestly(lesson: str) -> tuple[nbformat.NotebookNode, dict, dict[s
     run = resources[RESOURCE]
     results = {}
     for cell in nb.cells:
-        if (grade_id := notebook.grade_id(cell)) in run.prepared:
+        if (grade_id := cell_roles.grade_id(cell)) in run.prepared:
             honest = honest_results(run, grade_id, cell.source)
             replayed = copy.deepcopy(honest)  # the same results, as an earlier grading run would have sent them
             replayed.data[wire.MIME]["token"] = "0" * 32
@@ -141,9 +141,9 @@ def test_verdict_depends_only_on_the_trusted_comparison(spec_lesson, scenario):
     nb, resources, results = _executed_honestly(spec_lesson)
     nb, resources = copy.deepcopy(nb), dict(resources)  # the run itself is only read
     run = resources[RESOURCE]
-    graded = [c for c in nb.cells if notebook.grade_id(c) in run.prepared]
+    graded = [c for c in nb.cells if cell_roles.grade_id(c) in run.prepared]
     for cell in graded:
-        grade_id, points = notebook.grade_id(cell), notebook.points(cell)
+        grade_id, points = cell_roles.grade_id(cell), cell_roles.points(cell)
         cell.outputs = outputs(lambda token=None, grade_id=grade_id: copy.deepcopy(results[grade_id][token]), points)
     nb, _ = VerifyTrustedChecks().preprocess(nb, resources)
     assert nb.cells[0].get("id") != run.bootstrap_id
@@ -336,7 +336,7 @@ def test_trusted_specs_cover_every_graded_cell_of_their_lesson(spec_lesson):
     assert spec_lesson in lesson_ids(), f"solutions/{spec_lesson}.checks.py names no lesson"
     spec = load_spec(spec_lesson)
     reference = nbformat.read(reference_notebook(spec_lesson), as_version=4)
-    graded = {notebook.grade_id(c): c for c in reference.cells if notebook.is_graded(c) and c.cell_type == "code"}
+    graded = {cell_roles.grade_id(c): c for c in reference.cells if cell_roles.is_graded(c) and c.cell_type == "code"}
     assert set(spec.checks) == set(graded), "every graded test cell needs a Check, and every Check a test cell"
     for grade_id, cell in graded.items():
         assert HIDDEN_BLOCK in cell.source and cell.source.rstrip().endswith(HIDDEN_BLOCK), (
@@ -349,7 +349,7 @@ def test_no_hidden_block_without_a_trusted_spec(lesson):
     spec = load_spec(lesson)
     for cell in reference.cells:
         if HIDDEN_BLOCK in cell.source:
-            grade_id = notebook.grade_id(cell)
+            grade_id = cell_roles.grade_id(cell)
             assert spec is not None and grade_id in spec.checks, (
                 f"{grade_id}: no Check in solutions/{lesson}.checks.py")
 

@@ -39,7 +39,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import reference_notebook
 from grader.trusted import Check, Same, load_spec, spec_lessons
 from grader.trusted.spec import Case, seeded
@@ -54,8 +54,8 @@ def pytest_generate_tests(metafunc):
 def visible_sources(lesson: str, nb: nbformat.NotebookNode | None = None) -> dict[str, str]:
     """grade_id -> the visible part (before the hidden block) of each graded test cell of the reference (or of `nb`)."""
     nb = nbformat.read(reference_notebook(lesson), as_version=4) if nb is None else nb
-    return {notebook.grade_id(c): c.source.split("### BEGIN HIDDEN TESTS")[0]
-            for c in nb.cells if c.cell_type == "code" and notebook.is_graded(c)}
+    return {cell_roles.grade_id(c): c.source.split("### BEGIN HIDDEN TESTS")[0]
+            for c in nb.cells if c.cell_type == "code" and cell_roles.is_graded(c)}
 
 
 def defined_functions(source: str, scope: dict) -> dict[str, object]:
@@ -271,7 +271,7 @@ def given_functions(nb: nbformat.NotebookNode) -> tuple[dict, list[str]]:
             tree = ast.parse("\n".join(lines))
         except SyntaxError:
             continue
-        solution = notebook.kind(cell) == "solution"
+        solution = cell_roles.kind(cell) == "solution"
         for statement in tree.body:
             if not cheap(statement):
                 continue

@@ -1,4 +1,4 @@
-"""grader.notebook's exercise labels: each graded cell named as its lesson names it ("Exercise 3a")."""
+"""grader.cell_roles's exercise labels: each graded cell named as its lesson names it ("Exercise 3a")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from grader import notebook
+from grader import cell_roles
 from grader.course import reference_notebook, student_notebook
 
 HEADING = re.compile(r"^#+ +Exercise (\d+)\b", re.M)  # the lesson's own headings, read independently here
@@ -17,16 +17,16 @@ PRINTED = re.compile(r"Exercise (\w+) visible checks passed")  # what a test cel
 
 def test_every_graded_cell_of_a_lesson_is_labelled_by_the_exercise_heading_above_it(lesson):
     nb = nbformat.read(student_notebook(lesson), as_version=4)
-    labels = notebook.exercise_labels(nb)
-    assert list(labels) == list(notebook.test_points(nb)), "one label per graded cell, in notebook order"
+    labels = cell_roles.exercise_labels(nb)
+    assert list(labels) == list(cell_roles.test_points(nb)), "one label per graded cell, in notebook order"
     heading, headings, under = None, [], {}
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for number in HEADING.findall(cell.source):
                 heading = number
                 headings.append(number)
-        elif notebook.is_graded(cell):
-            name = notebook.grade_id(cell)
+        elif cell_roles.is_graded(cell):
+            name = cell_roles.grade_id(cell)
             assert heading is not None, f"{lesson}: {name} sits above every exercise heading"
             under[name] = heading
             assert re.fullmatch(rf"Exercise {heading}[a-z]?", labels[name]), (lesson, name, labels[name])
@@ -35,7 +35,7 @@ def test_every_graded_cell_of_a_lesson_is_labelled_by_the_exercise_heading_above
                 assert labels[name] == f"Exercise {printed[-1]}", (lesson, name, labels[name], printed)
     assert len(set(labels.values())) == len(labels), f"{lesson}: labels repeat: {labels}"
     assert set(under.values()) == set(headings), f"{lesson}: an exercise heading with no graded cell under it"
-    assert notebook.exercise_labels(nbformat.read(reference_notebook(lesson), as_version=4)) == labels, \
+    assert cell_roles.exercise_labels(nbformat.read(reference_notebook(lesson), as_version=4)) == labels, \
         "the source notebook names the exercises as the release does"
 
 
@@ -64,9 +64,9 @@ def test_parts_take_the_letter_of_the_bold_marker_that_opens_their_paragraph():
         md("### Checking it\n\nA heading that names no exercise leaves the label as it was."), test_("test_h"),
         md("### Exercise 4: the sweep"), answer("k"), test_("test_k"),
     ])
-    assert notebook.exercise_labels(nb) == {"test_f": "Exercise 3a", "test_g": "Exercise 3b",
+    assert cell_roles.exercise_labels(nb) == {"test_f": "Exercise 3a", "test_g": "Exercise 3b",
                                             "test_h": "Exercise 3b (test_h)", "test_k": "Exercise 4"}
-    assert notebook.cell_labels(nb)["g"] == "Exercise 3b" and notebook.cell_labels(nb)["k"] == "Exercise 4"
+    assert cell_roles.cell_labels(nb)["g"] == "Exercise 3b" and cell_roles.cell_labels(nb)["k"] == "Exercise 4"
 
 
 def test_what_the_lesson_leaves_unnamed_is_named_the_same_way_every_time():
@@ -78,20 +78,20 @@ def test_what_the_lesson_leaves_unnamed_is_named_the_same_way_every_time():
         md("#### exercise 2B: another case"), test_("test_b"),
     ])
     nb.cells[1].source = nb.cells[1].source.splitlines(keepends=True)  # a source as a list of lines, as on disk
-    assert notebook.exercise_labels(nb) == {"test_intro": "test_intro", "test_f1": "Exercise 1a",
+    assert cell_roles.exercise_labels(nb) == {"test_intro": "test_intro", "test_f1": "Exercise 1a",
                                             "test_f2": "Exercise 1b", "test_again": "Exercise 1",
                                             "test_b": "Exercise 2B"}
-    assert notebook.cell_labels(nb)["f"] == "Exercise 1"
+    assert cell_roles.cell_labels(nb)["f"] == "Exercise 1"
 
 
 def test_a_repeated_label_gets_its_grade_id():
     nb = new_notebook(cells=[md("### Exercise 2"), answer("f"), test_("test_f"),
                              md("### Exercise 2 (again)"), answer("g"), test_("test_g")])
-    assert notebook.exercise_labels(nb) == {"test_f": "Exercise 2", "test_g": "Exercise 2 (test_g)"}
+    assert cell_roles.exercise_labels(nb) == {"test_f": "Exercise 2", "test_g": "Exercise 2 (test_g)"}
 
 
 @pytest.mark.parametrize("source", ["**(a)** in a heading's line\n### Exercise 5", "### Exercise 5\ntext **(a)** here",
                                     "### Exercise 5\n- **(a)** in a list"])
 def test_a_part_marker_counts_only_at_the_start_of_a_paragraph_after_the_heading(source):
     nb = new_notebook(cells=[md(source), test_("test_f")])
-    assert notebook.exercise_labels(nb) == {"test_f": "Exercise 5"}
+    assert cell_roles.exercise_labels(nb) == {"test_f": "Exercise 5"}
