@@ -11,6 +11,10 @@ weights away from 1 and 0) and adds random ones; all values are drawn from `rng`
 chosen reads of layer 1 (queries, keys, values) and from the residual stream, on fresh small models
 of two and three blocks, every single road, none, all of them, and a replacement put back.
 
+`ov_circuit` is compared with the lesson's M on fresh models of one to three blocks, in every layer
+and for heads other than the first, with LayerNorm weights drawn away from 1 and 0, so that leaving
+out the block's LayerNorm, the centring or the final gamma gives another matrix.
+
 `gpt_backward` also gets one case far too large to differentiate numerically within the test
 cell's time limit: a model of width 64 with three blocks of four heads, a vocabulary of 64 and 64
 positions (61,952 parameters), on one sequence of 64 tokens. Differences of the forward pass need
@@ -22,38 +26,6 @@ and result stay within a test cell's output limit (about 0.5 MB of gradients).
 import numpy as np
 
 from grader.trusted import Check, Same, call
-
-# --- Exercise 1: the cross-entropy over every position ---------------------------------------------
-
-
-def cross_entropy(logits, targets):
-    vocab = logits.shape[-1]
-    z = logits.reshape(-1, vocab)  # (N, V)
-    y = np.asarray(targets).reshape(-1)  # (N,)
-    rows = np.arange(z.shape[0])
-    row_max = z.max(axis=1, keepdims=True)
-    log_sum_exp = row_max[:, 0] + np.log(np.exp(z - row_max).sum(axis=1))  # (N,)
-    loss = float(np.mean(log_sum_exp - z[rows, y]))
-    probabilities = np.exp(z - log_sum_exp[:, None])  # (N, V)
-    probabilities[rows, y] -= 1.0
-    return loss, (probabilities / z.shape[0]).reshape(logits.shape)  # mean over N = every prediction
-
-
-def cross_entropy_cases(rng):
-    # Fixed: (B, T, V) with B, T > 1 (the mean runs over B * T); one prediction; +-1000.
-    yield call(rng.standard_normal((2, 3, 5)) * 2, rng.integers(0, 5, size=(2, 3)))
-    yield call(rng.standard_normal((1, 1, 4)), np.array([[3]]))
-    huge = rng.choice([-1000.0, 1000.0], size=(2, 2, 6))
-    huge[0, 0] = -1000.0  # all equal and very negative: a naive sum of exponentials is 0
-    huge[1, 1] = [1000.0, -1000.0, 0.0, 500.0, -3.0, 1000.0]
-    yield call(huge, np.array([[0, 5], [2, 1]]))
-    # Other numbers of leading axes: (N, V) and (B, T, S, V).
-    yield call(rng.standard_normal((4, 3)) * 3, rng.integers(0, 3, size=4))
-    yield call(rng.standard_normal((2, 2, 3, 4)), rng.integers(0, 4, size=(2, 2, 3)))
-    for _ in range(2):
-        B, T, vocab = (int(n) for n in rng.integers(1, 6, size=3) + np.array([0, 0, 1]))
-        yield call(rng.standard_normal((B, T, vocab)) * 10 ** rng.uniform(-1, 2.5), rng.integers(0, vocab, size=(B, T)))
-
 
 # --- The model (the lesson's gpt_forward), for the two checks that need one -------------------------
 
@@ -119,7 +91,7 @@ def _model(rng, vocab, t_max, width, layers):
     return params
 
 
-# --- Exercise 2: the backward pass ------------------------------------------------------------------
+# --- Exercise 1: the backward pass ------------------------------------------------------------------
 
 
 def gpt_backward(params, cache, dlogits):
@@ -178,31 +150,6 @@ def gpt_backward_cases(rng):
 
 
 LARGE_MODEL = (1, 64, 64, 64, 64, 3, 4)  # (B, T, vocab, t_max, width, layers, h): 61,952 parameters
-
-
-# --- Exercise 3: the induction score ----------------------------------------------------------------
-
-
-def induction_score(attn, period):
-    T = attn.shape[-1]
-    queries = np.arange(period, T)
-    return attn[:, :, queries, queries - period + 1].mean(axis=(0, 2))
-
-
-def _causal_rows(rng, B, h, T):
-    """Random attention weights (B, h, T, T): causal rows that sum to 1."""
-    weights = np.tril(rng.random((B, h, T, T)) ** 3)
-    return weights / weights.sum(axis=-1, keepdims=True)
-
-
-def induction_score_cases(rng):
-    # Fixed: two heads, T = 8, period 3; period 1 (the diagonal); period T - 1 (one query).
-    yield call(_causal_rows(rng, 2, 2, 8), 3)
-    yield call(_causal_rows(rng, 1, 3, 5), 1)
-    yield call(_causal_rows(rng, 3, 1, 6), 5)
-    for _ in range(3):
-        T = int(rng.integers(2, 13))
-        yield call(_causal_rows(rng, int(rng.integers(1, 4)), int(rng.integers(1, 5)), T), int(rng.integers(1, T)))
 
 
 # --- Exercise 4: greedy generation with a KV cache ---------------------------------------------------
@@ -266,19 +213,9 @@ def generate_cases(rng):
                              h * int(rng.integers(1, 4)), int(rng.integers(1, 4)), h, history=history)
 
 
-CHECKS = {
-    "test_cross_entropy": Check("cross_entropy", cross_entropy, cross_entropy_cases, unchanged_args=True,
-                                strict_floats=True),
-    "test_gpt_backward": Check("gpt_backward", gpt_backward, gpt_backward_cases, unchanged_args=True,
-                               compare=Same(rtol=1e-6, atol=1e-9)),
-    "test_induction_score": Check("induction_score", induction_score, induction_score_cases, unchanged_args=True,
-                                  compare=Same(array_like=True)),
-    "test_generate": Check("generate", generate, generate_cases, unchanged_args=True,
-                           compare=Same(rtol=1e-6, atol=1e-9, array_like=True)),
-}
 
 
-# --- Exercise 4: path ablation (K-composition) ------------------------------------------------------
+# --- Exercise 2: path ablation (K-composition) ------------------------------------------------------
 
 
 def _attend(params, layer, a_q, a_k, a_v, h):
@@ -338,5 +275,47 @@ def path_ablation_cases(rng):
                          replace=bool(rng.random() < 0.5))
 
 
-CHECKS["test_path_ablation"] = Check("path_ablation", path_ablation, path_ablation_cases, unchanged_args=True,
-                                     compare=Same(rtol=1e-6, atol=1e-9))
+
+
+# --- Exercise 3: the OV circuit ---------------------------------------------------------------------
+
+
+def ov_circuit(params, layer, head, h):
+    """(V, V): LN_1(E) through the head's W_v columns and W_o rows, centred, times gamma_f, then U."""
+    width = params["U"].shape[0]
+    hs = width // h
+    embedded = _layer_norm(params["E"], params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])  # (V, C)
+    value = embedded @ params[f"b{layer}.Wv"][:, head * hs:(head + 1) * hs]  # (V, hs)
+    written = value @ params[f"b{layer}.Wo"][head * hs:(head + 1) * hs]  # (V, C)
+    centred = written - written.mean(axis=1, keepdims=True)
+    return (centred * params["lnf_gamma"]) @ params["U"]
+
+
+def _ov_call(rng, vocab, width, layers, h, layer, head):
+    return call(_model(rng, vocab, int(rng.integers(1, 6)), width, layers), layer, head, h)
+
+
+def ov_circuit_cases(rng):
+    # Fixed: the last head of layer 1 in two blocks; layer 0; one head of width 4; the middle block of
+    # three, whose LayerNorm is not layer 1's; a vocabulary smaller than the width.
+    yield _ov_call(rng, 6, 8, 2, 2, 1, 1)
+    yield _ov_call(rng, 5, 6, 2, 3, 0, 2)
+    yield _ov_call(rng, 4, 4, 1, 1, 0, 0)
+    yield _ov_call(rng, 7, 12, 3, 4, 1, 3)
+    yield _ov_call(rng, 3, 10, 2, 5, 1, 2)
+    for _ in range(3):
+        h, layers = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+        yield _ov_call(rng, int(rng.integers(2, 12)), h * int(rng.integers(1, 5)), layers, h,
+                       int(rng.integers(layers)), int(rng.integers(h)))
+
+
+CHECKS = {
+    "test_gpt_backward": Check("gpt_backward", gpt_backward, gpt_backward_cases, unchanged_args=True,
+                               compare=Same(rtol=1e-6, atol=1e-9)),
+    "test_path_ablation": Check("path_ablation", path_ablation, path_ablation_cases, unchanged_args=True,
+                                compare=Same(rtol=1e-6, atol=1e-9)),
+    "test_ov_circuit": Check("ov_circuit", ov_circuit, ov_circuit_cases, unchanged_args=True,
+                             compare=Same(rtol=1e-6, atol=1e-9)),
+    "test_generate": Check("generate", generate, generate_cases, unchanged_args=True,
+                           compare=Same(rtol=1e-6, atol=1e-9, array_like=True)),
+}

@@ -30,18 +30,18 @@
 # **What you'll do**
 # - build repeated random-token data and compute the loss floor of any model that cannot look back
 #   at where a token was;
-# - write `cross_entropy(logits, targets)`, the language-model loss over every position (Exercise 1);
 # - write `gpt_backward`, the backward pass through the whole model, and check every parameter's
-#   gradient against finite differences at float64 (Exercise 2);
+#   gradient against finite differences at float64 (Exercise 1);
 # - train the model with Adam, watch the loss of the second half, and count over several seeds how
 #   often it drops the way this run does;
 # - draw every head's attention, score each head as a previous-token head and as an induction head
-#   (Exercise 3: `induction_score`), and ablate each head;
+#   and ablate each head;
 # - write `path_ablation`, which removes one head's output from only the keys, the queries or the
-#   values of the next layer (Exercise 4), and prove with it how the two heads compose; compare
-#   zero-ablation with mean-ablation, train a one-layer control, and read the induction head's
-#   copying (OV) circuit;
-# - write `generate`, greedy decoding with a KV cache, equal to recomputing from scratch (Exercise 5).
+#   values of the next layer (Exercise 2), and prove with it how the two heads compose; compare
+#   zero-ablation with mean-ablation, and train a one-layer control;
+# - write `ov_circuit`, the map from the token a head attends to onto the logits, and read from it
+#   that the induction head copies (Exercise 3);
+# - write `generate`, greedy decoding with a KV cache, equal to recomputing from scratch (Exercise 4).
 #
 # **What you'll learn**
 # - why the second half of a repeated sequence can only be predicted by looking back, and what that
@@ -57,7 +57,7 @@
 #   (Lesson 8), the cross-entropy and Adam (Lesson 9), and LayerNorm (Lesson 11). Their code is
 #   given below, so this lesson stands alone. The exercises use NumPy alone (no torch, no scipy).
 #
-# The five graded exercises sit where their ideas are taught, because the later sections run on
+# The four graded exercises sit where their ideas are taught, because the later sections run on
 # your code. Their visible checks run as you work; hidden tests call your functions on fresh
 # inputs.
 
@@ -414,21 +414,14 @@ print("no weight on a future key, in any head of any layer:",
 # $$L = \frac{1}{N} \sum_{b, t} \Big(\log \sum_k e^{z_{btk}} - z_{bt y_{bt}}\Big), \qquad
 # \frac{\partial L}{\partial z_{btk}} = \frac{1}{N}\big(\text{softmax}(z_{bt})_k - [k = y_{bt}]\big) .$$
 #
-# The log-sum-exp must be computed with each row's maximum subtracted first (Lesson 9):
-# $\log \sum_k e^{z_k} = m + \log \sum_k e^{z_k - m}$.
-#
-# ### Exercise 1: `cross_entropy` (3 points)
-#
-# Write `cross_entropy(logits, targets)`. `logits` has shape `(..., V)`, any number of leading axes
-# (here `(B, T, V)`); `targets` has the leading shape `(...)` and holds integers `0 .. V-1`. Return
-# `(loss, dlogits)`: the mean loss over every prediction, as a float, and its gradient with the
-# shape of `logits`. Requirements: finite and without warnings for logits of $\pm 1000$; the inputs
-# are not modified.
+# This is Lesson 9's loss, extended to any number of leading axes: `cross_entropy(logits, targets)`
+# flattens the `(B, T)` positions into $N$ rows, takes each row's log-sum-exp with its maximum
+# subtracted first, and returns `(loss, dlogits)`, the mean loss and its gradient `(B, T, V)`. It is
+# given:
 
-# %% nbgrader={"grade": false, "grade_id": "cross_entropy", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 def cross_entropy(logits, targets):
     """Mean cross-entropy of logits (..., V) against integer targets (...), and dL/dlogits (..., V)."""
-    ### BEGIN SOLUTION
     vocab = logits.shape[-1]
     z = logits.reshape(-1, vocab)  # (..., V) -> (N, V)
     y = np.asarray(targets).reshape(-1)  # (...) -> (N,)
@@ -439,7 +432,6 @@ def cross_entropy(logits, targets):
     dz = np.exp(shifted - log_sum_exp[:, None])  # (N, V): softmax of each row
     dz[rows, y] -= 1.0
     return loss, (dz / z.shape[0]).reshape(logits.shape)  # (N, V) -> (..., V)
-    ### END SOLUTION
 
 
 # %% [markdown]
@@ -457,58 +449,6 @@ logit_std = float(logits_init.std())
 print(f"loss at init: {loss_init:.3f}   log V = {BIGRAM_FLOOR:.3f}   logit std {logit_std:.2f}, "
       f"log V + std^2 / 2 = {BIGRAM_FLOOR + logit_std ** 2 / 2:.3f}")
 print("dlogits:", dlogits_check.shape, "  each position's row sums to 0:", np.allclose(dlogits_check.sum(axis=-1), 0))
-
-# %% nbgrader={"grade": true, "grade_id": "test_cross_entropy", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def check_cross_entropy(logits, targets, expected_loss=None):
-    """Visible check with a hint for the usual mistakes."""
-    before = logits.copy(), targets.copy()
-    try:
-        with np.errstate(over="raise", invalid="raise", divide="raise"):
-            result = cross_entropy(logits, targets)
-    except FloatingPointError as error:
-        raise AssertionError(f"a floating-point error ({error}): subtract each row's max before np.exp, and take "
-                             "the log of the sum, not of a softmax") from None
-    assert np.array_equal(logits, before[0]) and np.array_equal(targets, before[1]), (
-        "cross_entropy modified its inputs: write shifted = logits - ..., not logits -= ...")
-    assert isinstance(result, tuple) and len(result) == 2, "return the pair (loss, dlogits)"
-    loss, dlogits = result
-    assert np.ndim(loss) == 0, f"the loss should be one number, got shape {np.shape(loss)}"
-    dlogits = np.asarray(dlogits)
-    assert dlogits.shape == logits.shape, f"dlogits should have the shape of logits {logits.shape}, got {dlogits.shape}"
-    assert np.isfinite(loss) and np.all(np.isfinite(dlogits)), "nan or inf: subtract each row's max before np.exp"
-    n = targets.size
-    if expected_loss is not None:
-        if n > 1 and np.isclose(loss, n * expected_loss, rtol=1e-9):
-            raise AssertionError("the loss is the sum over predictions: L is the MEAN over all B * T of them")
-        assert np.isclose(loss, expected_loss, rtol=1e-9, atol=1e-12), (
-            f"loss {float(loss)!r}, expected {float(expected_loss)!r}: the mean of log(sum_k exp(z_k)) - z_y")
-    # dlogits must be the derivative of the returned loss: central differences on every entry.
-    numeric = np.zeros(logits.shape)
-    for index in np.ndindex(*logits.shape):
-        plus, minus = logits.copy(), logits.copy()
-        plus[index] += 1e-6
-        minus[index] -= 1e-6
-        numeric[index] = (cross_entropy(plus, targets)[0] - cross_entropy(minus, targets)[0]) / 2e-6
-    if n > 1 and np.allclose(dlogits, n * numeric, atol=1e-6):
-        raise AssertionError("dlogits is N times too large: L is a mean over all B * T predictions, divide by N")
-    assert np.allclose(dlogits, numeric, atol=1e-6), (
-        "dlogits is not the derivative of the loss: it should be (softmax(z) - one-hot(y)) / N, N = B * T")
-
-
-# Uniform logits: every prediction costs log V.
-check_cross_entropy(np.zeros((2, 3, 5)), np.array([[0, 4, 4], [1, 2, 3]]), np.log(5.0))
-# One row 0, 0.5, 1, 1.5 with target 2: log(1 + e^0.5 + e + e^1.5) - 1.
-check_cross_entropy(np.array([[0.0, 0.5, 1.0, 1.5]]), np.array([2]), np.log(np.exp([0, 0.5, 1, 1.5]).sum()) - 1.0)
-# +-1000, with leading shape (2, 1): one certain right answer (loss 0), one certain wrong (loss 2000).
-huge = np.full((2, 1, 3), -1000.0)
-huge[0, 0, 0] = huge[1, 0, 1] = 1000.0
-check_cross_entropy(huge, np.array([[0], [0]]), 1000.0)
-check_cross_entropy(np.random.default_rng(3).standard_normal((2, 2, 4)) * 3, np.array([[1, 3], [0, 0]]))
-print("Exercise 1 visible checks passed (hidden tests run at grading).")
-### BEGIN HIDDEN TESTS
-# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
-assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
-### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 5. The backward pass through the whole model
@@ -543,7 +483,7 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # once, with one of the values); `np.add.at(dE, tokens, delta)` does. In this lesson's data every
 # token appears at least twice.
 #
-# ### Exercise 2: `gpt_backward` (5 points)
+# ### Exercise 1: `gpt_backward` (5 points)
 #
 # Write `gpt_backward(params, cache, dlogits)`: `params` as from `init_gpt`, `cache` as returned
 # by `gpt_forward(params, tokens, h)`, `dlogits` `(B, T, V)`. Return a dict with the same keys and
@@ -668,7 +608,7 @@ def check_gpt_backward(params, tokens, h, seed):
 
 check_gpt_backward(small_model(11), check_tokens, 2, seed=7)
 check_gpt_backward(small_model(12, layers=1, width=4), np.array([[2, 2, 2]]), 1, seed=8)
-print("Exercise 2 visible checks passed (hidden tests run at grading).")
+print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -678,7 +618,7 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # ## 6. Training
 #
 # Every step draws a fresh batch of 32 training sequences, computes the loss at all 24 positions
-# with your `cross_entropy`, the gradients with your `gpt_backward`, and takes one Adam step with
+# with `cross_entropy`, the gradients with your `gpt_backward`, and takes one Adam step with
 # learning rate $10^{-2}$. Every 20 steps the model is evaluated on 128 held-out sequences: the
 # second-half loss, and two scores per head, defined next, kept for the figures.
 
@@ -688,14 +628,15 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # For an attention tensor `attn` `(B, h, T, T)`:
 #
 # - the **previous-token score** of a head is the mean weight that query $i$ gives to key $i - 1$,
-#   over the queries $i = 1 \dots T-1$ and the batch (given in the next cell, `previous_token_score`);
+#   over the queries $i = 1 \dots T-1$ and the batch;
 # - the **induction score** with period $P$ is the mean weight that query $i$ gives to key
-#   $i - P + 1$, over the queries $i = P \dots T-1$ and the batch:
+#   $i - P + 1$, the token just after the previous occurrence of the current one, over the queries
+#   $i = P \dots T-1$ and the batch:
 #
 # $$\text{induction}_h = \frac{1}{B\,(T - P)} \sum_b \sum_{i = P}^{T-1} \text{attn}_{b, h, i, i - P + 1} .$$
 #
 # A score of 1 means the head puts all of its weight on that key at every query; a head that spreads
-# its weight evenly over the keys it may see scores about the mean of $1/(i+1)$.
+# its weight evenly over the keys it may see scores about the mean of $1/(i+1)$. Both are given:
 
 # %%
 def previous_token_score(attn):
@@ -705,60 +646,12 @@ def previous_token_score(attn):
     return attn[:, :, rows, rows - 1].mean(axis=(0, 2))  # (B, h, T-1) -> (h,)
 
 
-# %% [markdown]
-# ### Exercise 3: `induction_score` (3 points)
-#
-# Write `induction_score(attn, period)`: `attn` `(B, h, T, T)`, `period` an int with
-# $1 \le P \le T - 1$. Return an array of shape `(h,)`, one score per head, as defined above.
-# Two mistakes are common: the key $i - P$ (the previous occurrence itself, not the token after it),
-# and averaging over every query instead of $i = P \dots T-1$.
-
-# %% nbgrader={"grade": false, "grade_id": "induction_score", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def induction_score(attn, period):
     """Mean weight of queries i = period .. T-1 on key i - period + 1: attn (B, h, T, T) -> (h,)."""
-    ### BEGIN SOLUTION
     T = attn.shape[-1]
     queries = np.arange(period, T)  # (T - P,)
     return attn[:, :, queries, queries - period + 1].mean(axis=(0, 2))  # (B, h, T - P) -> (h,)
-    ### END SOLUTION
 
-
-# %% nbgrader={"grade": true, "grade_id": "test_induction_score", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def check_induction_score(attn, period, expected):
-    """Visible check with a hint for the usual mistakes."""
-    before = attn.copy()
-    score = induction_score(attn, period)
-    assert np.array_equal(attn, before), "induction_score modified attn"
-    score = np.asarray(score, dtype=float)
-    assert score.shape == (attn.shape[1],), f"one score per head: shape {(attn.shape[1],)}, got {score.shape}"
-    assert np.allclose(score, expected, atol=1e-12), (
-        f"got {score}, expected {expected}: the key is i - period + 1 (the token AFTER the previous occurrence), "
-        "averaged over the queries i = period .. T-1 and the batch only")
-
-
-def one_hot_attention(B, h, T, key_of_query):
-    """attn (B, h, T, T) whose query i puts all its weight on key key_of_query(i) (clipped to 0 .. i)."""
-    attn = np.zeros((B, h, T, T))
-    for i in range(T):
-        attn[:, :, i, min(max(key_of_query(i), 0), i)] = 1.0
-    return attn
-
-
-# An exact induction head, period 3, T = 7: score 1. A head on the previous occurrence (key i - 3): score 0.
-check_induction_score(one_hot_attention(2, 1, 7, lambda i: i - 2), 3, [1.0])
-check_induction_score(one_hot_attention(1, 1, 7, lambda i: i - 3), 3, [0.0])
-# Two heads: the previous-token head (key i - 1) scores 1 with period 2 (key i - 1 is then the target),
-# the head on the first token scores 0 with period 2 at T = 5 (queries 2, 3, 4 target keys 1, 2, 3).
-two = np.concatenate([one_hot_attention(1, 1, 5, lambda i: i - 1), one_hot_attention(1, 1, 5, lambda i: 0)], axis=1)
-check_induction_score(two, 2, [1.0, 0.0])
-# Uniform causal rows, T = 4, period 2: queries 2 and 3 give keys 1 and 2 weights 1/3 and 1/4.
-uniform = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]  # (T, T): row i is 1/(i+1) on keys 0 .. i
-check_induction_score(uniform[None, None], 2, [(1 / 3 + 1 / 4) / 2])
-print("Exercise 3 visible checks passed (hidden tests run at grading).")
-### BEGIN HIDDEN TESTS
-# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
-assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
-### END HIDDEN TESTS
 
 # %%
 BATCH, LR, EVAL_EVERY = 32, 1e-2, 20
@@ -783,7 +676,7 @@ def train(params, steps, data_seed, periods=PERIODS, print_every=None):
             history["second_half"].append(loss2)
             history["previous"].append(previous_token_score(cache["blocks"][0]["weights"]))  # (h,)
             if len(cache["blocks"]) > 1:  # a one-block model has no layer 1
-                history["induction"].append(induction_score(cache["blocks"][1]["weights"], PERIOD))  # (h,), Exercise 3
+                history["induction"].append(induction_score(cache["blocks"][1]["weights"], PERIOD))  # (h,)
             if print_every and step % print_every == 0:
                 print(f"step {step:4d}   second-half loss {loss2:.3f}")
         if step == steps:
@@ -1113,7 +1006,7 @@ plt.show()
 # remove $w$ from one road only, $x_1^{(k)} = x_1 - w$, and leave the others intact. If the copy
 # breaks with the keys alone and not with the queries or values alone, the story is proven.
 #
-# ### Exercise 4: `path_ablation` (4 points)
+# ### Exercise 2: `path_ablation` (4 points)
 #
 # Write `path_ablation(params, tokens, h, head, paths, replacement=None)` for a model of 2 or more
 # blocks as `init_gpt` makes it: `tokens` `(B, T)`, `h` heads per block, `head` a head of layer 0,
@@ -1199,7 +1092,7 @@ def check_path_ablation():
 
 
 check_path_ablation()
-print("Exercise 4 visible checks passed (hidden tests run at grading).")
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -1289,18 +1182,94 @@ print(f"one block, {STEPS} steps: second-half loss {history_one['second_half'][-
 # $\gamma_f$ are what the final LayerNorm does to a vector added to the stream (up to its division by
 # the stream's size, which is the same for every token). Row $a$ says how much attending to token
 # $a$ raises each logit. A copying head has its largest entry of each row on the diagonal.
+#
+# ### Exercise 3: `ov_circuit` (4 points)
+#
+# Write `ov_circuit(params, layer, head, h)` for a model as `init_gpt` makes it: `layer` a block,
+# `head` one of its `h` heads (of size $hs = C / h$). Return $M$ `(V, V)` as defined above, step by
+# step:
+#
+# 1. $\text{LN}_1(E)$ `(V, C)`: the given `layer_norm` of every row of $E$, with the block's own
+#    `ln1_gamma` and `ln1_beta`;
+# 2. times the head's columns of $W_v$ `(C, hs)` and its rows of $W_o$ `(hs, C)`: `(V, C)`;
+# 3. centred: each row minus its mean over the $C$ entries;
+# 4. times $\gamma_f$ (`lnf_gamma`, entry by entry), then times $U$ `(C, V)`.
+#
+# The final LayerNorm's $\beta_f$ adds the same vector to every position whatever it attends to, so
+# it is left out. Do not modify the inputs.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ov_circuit", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def ov_circuit(params, layer, head, h):
     """(V, V): how much attending to token a (row) raises the logit of token b (column), through one head."""
+    ### BEGIN SOLUTION
     hs = params["U"].shape[0] // h
-    cols = slice(head * hs, (head + 1) * hs)
+    cols = slice(head * hs, (head + 1) * hs)  # the head's columns of W_v, rows of W_o
     read = layer_norm(params["E"], params[f"b{layer}.ln1_gamma"], params[f"b{layer}.ln1_beta"])  # (V, C)
     write = read @ params[f"b{layer}.Wv"][:, cols] @ params[f"b{layer}.Wo"][cols]  # (V, C) @ (C, hs) @ (hs, C)
     write = write - write.mean(axis=-1, keepdims=True)  # (V, C): the final LayerNorm's centring
     return (write * params["lnf_gamma"]) @ params["U"]  # (V, C) @ (C, V) -> (V, V)
+    ### END SOLUTION
 
 
+# %% nbgrader={"grade": true, "grade_id": "test_ov_circuit", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def check_ov_circuit():
+    """Visible checks: what M may and may not depend on, and one row computed beforehand."""
+    params = small_model(31)  # vocabulary 7, width 8, 2 blocks, LayerNorm weights drawn at random
+    before = {k: v.copy() for k, v in params.items()}
+    M = np.asarray(ov_circuit(params, 1, 0, 2))
+    assert all(np.array_equal(params[k], before[k]) for k in params), "ov_circuit modified params"
+    assert M.shape == (7, 7), f"M should be (V, V) = (7, 7), got {M.shape}"
+
+    def changed(name, new_value, layer=1, head=0):
+        other = {**params, name: new_value}
+        return np.asarray(ov_circuit(other, layer, head, 2))
+
+    # What M must not read: positions, queries and keys, the other head, the other block, beta_f.
+    rng = np.random.default_rng(5)
+    for name in ("P", "b1.Wq", "b1.Wk", "b0.Wv", "b0.Wo", "b0.ln1_gamma", "lnf_beta"):
+        assert np.allclose(changed(name, params[name] + rng.standard_normal(params[name].shape)), M, atol=1e-12), (
+            f"M changed with {name}: it reads only E, the block's LayerNorm, the head's W_v and W_o, gamma_f and U")
+    other_head = params["b1.Wv"].copy()
+    other_head[:, 4:] += 1.0  # head 1's columns
+    assert np.allclose(changed("b1.Wv", other_head), M, atol=1e-12), (
+        "M changed with head 1's columns of W_v: head 0 uses columns 0 .. hs-1 of W_v and rows 0 .. hs-1 of W_o")
+    # The centring: a constant added across a row of what the head writes is removed by the final LayerNorm.
+    shifted = params["b1.Wo"].copy()
+    shifted[:4] += 0.7  # head 0's rows, every column
+    assert np.allclose(changed("b1.Wo", shifted), M, atol=1e-10), (
+        "M changed when the same number was added to every column of W_o's rows: centre each row of the write, "
+        "subtracting its mean over the C entries, before gamma_f and U")
+    # Linear in U.
+    assert np.allclose(changed("U", 2 * params["U"]), 2 * M, atol=1e-10), "M should be linear in U: ... @ U last"
+    # One row, computed beforehand (4 decimals), and what the common slips give instead.
+    row = np.round(M[2], 4)
+    slips = {"without the centring": [0.1375, -0.1697, 1.2783, 0.475, 1.9895, 0.7234, -0.1778],
+             "without gamma_f": [-0.0891, 0.371, 0.6315, 0.5735, 0.8525, 0.2632, -0.4186],
+             "with E instead of LN_1(E)": [0.2607, 0.5298, -0.6141, -0.3705, -0.7273, -0.2023, -0.0286],
+             "with the whole W_v W_o instead of the head's": [0.6309, -2.9711, 3.7712, -1.2947, 8.23, 4.7838, 1.7525]}
+    for slip, slip_row in slips.items():
+        assert np.abs(row - np.array(slip_row)).max() > 2e-4, f"row 2 of M is what M is {slip}"
+    expected = [0.0637, -0.1738, 1.2904, 0.4875, 1.8895, 0.7448, -0.1842]
+    assert np.allclose(row, expected, atol=2e-4), f"row 2 of M (layer 1, head 0) should be {expected}, got {row.tolist()}"
+    row0 = np.round(np.asarray(ov_circuit(params, 0, 1, 2))[2], 4)
+    expected0 = [-0.4859, -1.0272, -0.0058, -0.2517, -0.6883, 0.0007, 0.05]
+    assert np.allclose(row0, expected0, atol=2e-4), (
+        f"row 2 of M for layer 0, head 1 should be {expected0}, got {row0.tolist()}: use the block's own LayerNorm and "
+        "weights, and head 1's slice")
+
+
+check_ov_circuit()
+print("Exercise 3 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# On the trained model: each head's circuit, and how many of its rows have their largest entry on
+# the diagonal, the mark of a head that copies.
+
+# %%
 induction_head = int(scores["induction"][1].argmax())
 circuits = {f"layer 1 head {head}": ov_circuit(params_trained, 1, head, H) for head in range(H)}
 circuits[f"layer 0 head {previous_head}"] = ov_circuit(params_trained, 0, previous_head, H)
@@ -1350,7 +1319,7 @@ plt.show()
 #
 # No mask is needed: the cache holds only positions up to $t$.
 #
-# ### Exercise 5: `generate` (5 points)
+# ### Exercise 4: `generate` (5 points)
 #
 # Write `generate(params, prompt, n_new, cache)`. The cache is the model's memory of the positions
 # already fed: a list with one pair `(K, V)` per layer, each `(h, t_0, hs)`. It also says how many
@@ -1503,7 +1472,7 @@ check_generate(small_model(22, layers=1), np.array([6]), 1, 1)
 check_generate(small_model(23, layers=3, t_max=6), np.array([0, 2]), 5, 4)
 check_continuation(small_model(24), np.array([5, 0, 5, 2]), 3, 2, 2)
 check_continuation(small_model(25, layers=1, t_max=6), np.array([1, 6, 2]), 1, 4, 1)
-print("Exercise 5 visible checks passed (hidden tests run at grading).")
+print("Exercise 4 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
@@ -1529,26 +1498,26 @@ print(f"main run: {STEPS} steps, CPU {main_cpu:.1f} s, wall {main_wall:.1f} s, "
 #
 # **Model.** Token and learned position embeddings, two attention-only pre-norm blocks with the
 # causal mask, a final LayerNorm and the unembedding; the loss is the mean cross-entropy over every
-# position (Exercise 1).
+# position.
 #
 # **Backward.** The gradient of the residual stream collects, below every block, the residual path
 # plus the path through the attention and its LayerNorm; repeated tokens add up in $\partial L /
-# \partial E$ (Exercise 2). Every parameter tensor's gradient matched finite differences at float64.
+# \partial E$ (Exercise 1). Every parameter tensor's gradient matched finite differences at float64.
 #
 # **Training.** Adam on fresh batches; the run's second-half loss, its crossing of the bag floor and
 # how often that happens over several seeds are printed in section 6. A fixed period let the model
 # copy from a fixed offset instead, and failed on another period.
 #
-# **Heads.** The previous-token and induction scores (Exercise 3) and the ablations of sections 7
+# **Heads.** The previous-token and induction scores and the ablations of sections 7
 # and 8 name the heads that copy: a previous-token head in layer 0 and an induction head in layer 1.
 #
 # **Circuit.** Removed from the keys of layer 1 alone, the previous-token head breaks the copy;
-# removed from the queries or the values alone it barely matters (Exercise 4): K-composition.
+# removed from the queries or the values alone it barely matters (Exercise 2): K-composition.
 # Mean-ablation costs less than zero-ablation but still breaks it; one block alone stays above the
 # bag floor; the layer-1 heads' OV circuits map each token to itself.
 #
 # **Generation.** Greedy decoding with a KV cache continues the copy and equals recomputation
-# (Exercise 5).
+# (Exercise 4).
 #
 # ## Next
 #

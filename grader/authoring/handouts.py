@@ -48,6 +48,7 @@ HANDOUTS: dict[str, list[Handout]] = {
                           Handout(L07, "test_attention_backward", "attention_backward")],
     "11-transformer-block": [SOFTMAX, LAYER, Handout(L06, "test_causal_mask", "causal_mask")],
     "12-induction-gpt": [SOFTMAX, Handout(L03, "test_split_heads", "split_heads"),
+                         Handout(L09, "test_cross_entropy_and_grad", "cross_entropy"),
                          Handout(L09, "test_adam_step", "adam_step"),
                          Handout(L11, "test_layer_norm", "layer_norm"),
                          Handout(L11, "test_layer_norm_backward", "layer_norm_backward"),

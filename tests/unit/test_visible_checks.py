@@ -42,7 +42,7 @@ import pytest
 from grader import cell_roles
 from grader.course import reference_notebook
 from grader.trusted import Check, Same, load_spec, spec_lessons
-from grader.trusted.spec import Case, seeded
+from grader.trusted.spec import Case, LessonSpec, seeded
 from tests.support import CASE_SECONDS, OutOfTime, main_result, passes, time_limit, trusted_globals, with_generators
 
 
@@ -362,22 +362,45 @@ OLD_ANSWERS = {  # issue 40: the answers in plain sight of the notebooks before 
     "11-transformer-block": ("test_layer_norm", "the function _layer_norm_tiny_eps answers it"),
     "12-induction-gpt": ("test_cross_entropy", "the function reference_loss answers it"),
 }
-OLD_COMMIT = "d107168"  # the notebooks as issue 40 found them
+OLD_COMMIT = "d107168"  # the notebooks and hidden checks as issue 40 found them
 
 
-@pytest.mark.more_cases
-@pytest.mark.parametrize("old_lesson", sorted(OLD_ANSWERS))
-def test_the_scan_finds_the_answers_issue_40_found(old_lesson):
-    """Run on the reference notebooks of before the fix (from git), the scan reports what the review found."""
+def _git_show(path: str) -> str | None:
     import subprocess
 
     from grader.course import REPO
 
-    shown = subprocess.run(["git", "show", f"{OLD_COMMIT}:solutions/{old_lesson}/{old_lesson}.ipynb"], cwd=REPO,
-                           capture_output=True, text=True)
-    if shown.returncode != 0:
-        pytest.skip(f"no git history with commit {OLD_COMMIT} here (a zip download): {shown.stderr.strip()}")
-    old = nbformat.reads(shown.stdout, as_version=4)
+    shown = subprocess.run(["git", "show", f"{OLD_COMMIT}:{path}"], cwd=REPO, capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def _old_spec(lesson: str, tmp_path) -> LessonSpec:
+    """The lesson's hidden checks as they were at OLD_COMMIT (some of its exercises have since been replaced)."""
+    import importlib.util
+    import sys
+
+    path = tmp_path / f"old_checks_{lesson.replace('-', '_')}.py"
+    path.write_text(_git_show(f"grader/trusted/specs/{lesson}.py"))
+    name = path.stem
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return LessonSpec(lesson, dict(module.CHECKS))
+
+
+@pytest.mark.more_cases
+@pytest.mark.parametrize("old_lesson", sorted(OLD_ANSWERS))
+def test_the_scan_finds_the_answers_issue_40_found(old_lesson, tmp_path, monkeypatch):
+    """Run on the notebooks and hidden checks of before the fix (from git), the scan reports what the review found."""
+    shown = _git_show(f"solutions/{old_lesson}/{old_lesson}.ipynb")
+    if shown is None:
+        pytest.skip(f"no git history with commit {OLD_COMMIT} here (a zip download)")
+    old = nbformat.reads(shown, as_version=4)
+    monkeypatch.setitem(globals(), "load_spec", lambda lesson: _old_spec(lesson, tmp_path))
     found = answers_in_test_cells(old_lesson, old) + answers_among_given_functions(old_lesson, old)
     grade_id, words = OLD_ANSWERS[old_lesson]
     assert any(line.startswith(grade_id) and words in line for line in found), found
