@@ -20,7 +20,7 @@ FORCE  ?=
 LESSONS ?=
 REMOVE ?=
 # Both cores: each test module, and each notebook's nbval cells, on one worker (loadscope), in the
-# order conftest.py gives them; the shared course and grading batch are built once for both, beside
+# order tests/plugins/ordering.py gives them; the shared course and grading batch are built once for both, beside
 # them (tests/integration/shared_batch.py).
 PYTEST_PARALLEL ?= -n 2 --dist loadscope --no-loadscope-reorder
 # pip-tools' pip-compile writes the locks: it resolves with pip itself, so it reads the same package

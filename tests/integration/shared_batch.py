@@ -2,7 +2,7 @@
 
 Both are built by whoever asks first, in the session's shared folder, while holding a lock; the
 others wait for the lock and load the result. The first test that needs them usually does not
-ask first: `start_in_background` (called by the root conftest when the session starts) builds them
+ask first: `start_in_background` (called by tests/plugins/shared.py when the session starts) builds them
 in a process of their own beside the first tests, so that neither xdist worker waits for them.
 Run as `python -m tests.integration.shared_batch SHARED EVERY LESSONS` it is that background process.
 """
