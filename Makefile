@@ -88,9 +88,9 @@ test-all: $(STAMP)  ## everything: make test, plus every fixture, cheat and atta
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_PARALLEL)
 
-test-fast: $(STAMP)  ## lint and the unit tests only (no kernel, no browser): the edit-run loop
+test-fast: $(STAMP)  ## lint, the unit and the policy tests only (no kernel, no browser): the edit-run loop
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(PYTEST_PARALLEL) tests/unit
+	$(PY) -m pytest $(PYTEST_PARALLEL) tests/unit tests/policy
 
 upgrade: $(STAMP)  ## re-resolve the locks from requirements*.in to the newest releases (before a term; then make test-all)
 	$(LOCK) --upgrade --unsafe-package rfc3987-syntax --output-file requirements.txt requirements.in
