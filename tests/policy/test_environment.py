@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -118,6 +119,11 @@ def test_every_import_is_declared_and_every_declared_package_used(tmp_path):
     """An import whose package is not declared works today only because something else pulls it in."""
     status, report = deptry(REPO, tmp_path)
     assert status == 0, f"declare these packages in requirements*.in (or drop them):\n{report}"
+
+
+def test_deptry_reads_every_declaration():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["deptry"]
+    assert config["requirements_files"] == DECLARED, "pyproject.toml's [tool.deptry] must read every requirements*.in"
 
 
 def test_deptry_finds_an_undeclared_import(tmp_path):
