@@ -19,8 +19,9 @@ REASON ?=
 FORCE  ?=
 LESSONS ?=
 REMOVE ?=
+UPGRADE ?=
 # Both cores: each test module, and each notebook's nbval cells, on one worker (loadscope), in the
-# order conftest.py gives them; the shared course and grading batch are built once for both, beside
+# order tests/plugins/ordering.py gives them; the shared course and grading batch are built once for both, beside
 # them (tests/integration/shared_batch.py).
 PYTEST_PARALLEL ?= -n 2 --dist loadscope --no-loadscope-reorder
 # pip-tools' pip-compile writes the locks: it resolves with pip itself, so it reads the same package
@@ -35,7 +36,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env upgrade torch browser scale hub hub-release hub-collect lab check submit test test-all test-fast lint release reference autograde override dist clean
+.PHONY: help env lock upgrade torch browser scale hub hub-release hub-collect lab check submit test test-all test-fast lint release reference autograde override dist clean
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -88,14 +89,17 @@ test-all: $(STAMP)  ## everything: make test, plus every fixture, cheat and atta
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_PARALLEL)
 
-test-fast: $(STAMP)  ## lint and the unit tests only (no kernel, no browser): the edit-run loop
+test-fast: $(STAMP)  ## lint, the unit and the policy tests only (no kernel, no browser): the edit-run loop
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(PYTEST_PARALLEL) tests/unit
+	$(PY) -m pytest $(PYTEST_PARALLEL) tests/unit tests/policy
+
+lock: $(STAMP)  ## after an edit of requirements*.in: re-resolve the locks, keeping every pin that still fits
+	$(LOCK) $(UPGRADE) --unsafe-package rfc3987-syntax --output-file requirements.txt requirements.in
+	for extra in torch browser scale; do $(LOCK) $(UPGRADE) --output-file requirements-$$extra.txt requirements-$$extra.in; done
+	$(LOCK) $(UPGRADE) --unsafe-package rfc3987-syntax --output-file requirements-hub.txt requirements-hub.in
 
 upgrade: $(STAMP)  ## re-resolve the locks from requirements*.in to the newest releases (before a term; then make test-all)
-	$(LOCK) --upgrade --unsafe-package rfc3987-syntax --output-file requirements.txt requirements.in
-	for extra in torch browser scale; do $(LOCK) --upgrade --output-file requirements-$$extra.txt requirements-$$extra.in; done
-	$(LOCK) --upgrade --unsafe-package rfc3987-syntax --output-file requirements-hub.txt requirements-hub.in
+	$(MAKE) lock UPGRADE=--upgrade
 	rm -rf $(VENV)
 	$(MAKE) env
 

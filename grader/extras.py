@@ -1,7 +1,7 @@
 """The course's optional extras (PyTorch, browser tests, Dask, JupyterHub): which a machine has, how to get them.
 
 A lesson or test that needs an extra is skipped, naming it and its install command, where it is
-missing (conftest.py); LESSON_EXTRAS says which lessons need which.
+missing (tests/plugins/extras.py); LESSON_EXTRAS says which lessons need which.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ EXTRAS = {
                         search=(str(HUB_PROXY_FOLDER),)),
 }
 
-# Lessons that need an extra: their tests are skipped, naming it, where it is missing (conftest.py).
+# Lessons that need an extra: their tests are skipped, naming it, where it is missing (tests/plugins/extras.py).
 LESSON_EXTRAS: dict[str, tuple[str, ...]] = {"05-pytorch-module": ("torch",)}
 
 

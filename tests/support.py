@@ -108,7 +108,7 @@ class Course:
                               capture_output=True, timeout=timeout)
 
 
-# In a test run (the root conftest.py names a file in GRADED_KERNELS), each sandboxed kernel that
+# In a test run (tests/plugins/kernels.py names a file in GRADED_KERNELS), each sandboxed kernel that
 # grading starts writes one line there through nbclient's public `on_notebook_start` hook.
 GRADED_KERNELS = "COURSE_TEST_GRADED_KERNELS"
 COUNT_SANDBOXED_KERNELS = f"""
@@ -121,7 +121,7 @@ if _os.environ.get({GRADED_KERNELS!r}):
 
 def count_sandboxed_kernel(notebook, **_) -> None:
     """nbclient's `on_notebook_start` hook: one line in the GRADED_KERNELS file per sandboxed kernel
-    (an unconfined one is counted by the IPython startup file of the root conftest.py)."""
+    (an unconfined one is counted by the IPython startup file of tests/plugins/kernels.py)."""
     if os.environ.get(GRADED_KERNELS) and not notebook.metadata.get("graded_without_sandbox"):  # UNSAFE
         with open(os.environ[GRADED_KERNELS], "a") as log:
             log.write("1\n")

@@ -5,7 +5,7 @@ nbgrader's documentation lists its own (`nbgrader --help-all`). Run it after cha
 
     .venv/bin/python -m grader.authoring.config_reference
 
-tests/unit/test_config_reference.py fails while docs/configuration.md differs from what it writes,
+tests/policy/test_config_reference.py fails while docs/configuration.md differs from what it writes,
 and when a class of grader/ declares an option that CLASSES leaves out.
 """
 
@@ -45,7 +45,7 @@ passed as `--course`. nbgrader's own options (`Execute.timeout`, `CourseDirector
 [nbgrader's documentation](https://nbgrader.readthedocs.io/en/stable/configuration/config_options.html).
 
 Generated from the classes' declarations by `python -m grader.authoring.config_reference`; do not
-edit it by hand (tests/unit/test_config_reference.py compares it with what that writes).
+edit it by hand (tests/policy/test_config_reference.py compares it with what that writes).
 """
 
 

@@ -2,7 +2,8 @@
 
 `RepairCells` takes the place of nbgrader's OverwriteCells (grader/pipeline). It does everything
 OverwriteCells does (restores locked cells, cell types and points from the gradebook, and puts back
-deleted test cells), and copes with two kinds of damage that make nbgrader 0.9 fail the whole submission:
+deleted test cells), and copes with the damage below, on which nbgrader 0.9 fails the whole submission
+or grades what it should refuse:
 
 - every cell lost its nbgrader metadata (the notebook was re-saved by an editor that drops it):
   if the cells still line up one to one with the released notebook, the release's metadata is

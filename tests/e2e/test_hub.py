@@ -210,7 +210,7 @@ def hub():
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright import sync_api  # the test is skipped where the extra is missing (conftest.py)
+    from playwright import sync_api  # the test is skipped where the extra is missing (tests/plugins/extras.py)
 
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=EXTRAS["chromium"].executable(), args=CHROMIUM_ARGS)

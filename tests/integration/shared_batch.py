@@ -1,15 +1,14 @@
 """The shared course and grading batch of a test session, built once for every xdist worker.
 
-Both are built by whoever asks first, in the session's shared folder, while holding a lock; the
-others wait for the lock and load the result. The first test that needs them usually does not
-ask first: `start_in_background` (called by the root conftest when the session starts) builds them
-in a process of their own beside the first tests, so that neither xdist worker waits for them.
+Both are built by whoever asks first, in the session's shared folder, while holding a file lock
+(filelock); the others wait for the lock and load the result. The first test that needs them usually
+does not ask first: `start_in_background` (called by tests/plugins/shared.py when the session starts)
+builds them in a process of their own beside the first tests, so that neither xdist worker waits.
 Run as `python -m tests.integration.shared_batch SHARED EVERY LESSONS` it is that background process.
 """
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import os
 import pickle
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from filelock import FileLock
 
 from grader.course import REPO, lesson_ids
 from grader.extras import missing_extras
@@ -43,8 +43,7 @@ LOOP, LOOP_TIMEOUT = "infinite-loop", 10  # the fixture that burns its cell's ti
 
 def once(folder: Path, name: str, build: Callable[[Path], object]):
     """`build(folder / name)`'s result, built by the first process that asks and loaded by the others."""
-    with open(folder / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(folder / f"{name}.lock"):
         done = folder / f"{name}.pickle"
         if not done.exists():
             done.write_bytes(pickle.dumps(build(folder / name)))

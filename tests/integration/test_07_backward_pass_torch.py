@@ -16,7 +16,7 @@ from grader.trusted.spec import load_spec
 
 try:
     import torch
-except ImportError:  # every test here is then skipped, naming the extra (conftest.py)
+except ImportError:  # every test here is then skipped, naming the extra (tests/plugins/extras.py)
     torch = None
 
 

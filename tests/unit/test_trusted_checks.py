@@ -85,7 +85,7 @@ def honest_results(run, grade_id: str, source: str):
 
 def on_tensors(reference):
     """A NumPy reference as an honest notebook's function of a `Check.tensors` exercise: tensors in and out."""
-    import torch  # only for a lesson that needs it, whose tests are skipped without it (conftest.py)
+    import torch  # only for a lesson that needs it, whose tests are skipped without it (tests/plugins/extras.py)
 
     def convert(value, kind, to):  # each `kind` in `value`, also inside lists and tuples, through `to`
         if isinstance(value, kind):

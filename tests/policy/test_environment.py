@@ -1,10 +1,11 @@
 """The environment files agree, every import is declared, and the running environment is the lock's."""
 
-import ast
 import os
 import re
+import subprocess
 import sys
-from importlib.metadata import PackageNotFoundError, packages_distributions, version
+import tomllib
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,6 @@ REPO = Path(__file__).resolve().parents[2]
 EXTRAS = ("torch", "browser", "scale", "hub")
 DECLARED = ["requirements.in", *(f"requirements-{extra}.in" for extra in EXTRAS)]
 LOCKS = ["requirements.txt", *(f"requirements-{extra}.txt" for extra in EXTRAS)]
-CODE = ["grader", "tests", "benchmarks", "conftest.py"]  # the course's own Python code, lessons aside
-# Modules a lesson writes itself with %%writefile (Lesson 5's config.py and attention.py).
-LESSON_MODULES = {"config", "attention"}
-OWN = {"grader", "tests", "benchmarks", "lesson_helpers", "__future__"}  # the course's own modules
 
 
 def requirement_lines(name: str) -> list[str]:
@@ -105,43 +102,39 @@ def _installed(name: str) -> str | None:
         return None
 
 
-def imported_modules() -> dict[str, set[str]]:
-    """top-level third-party module -> the files of the course's code that import it."""
-    found: dict[str, set[str]] = {}
-    for root in CODE:
-        path = REPO / root
-        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            for node in ast.walk(ast.parse(file.read_text(), str(file))):
-                if isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
-                else:
-                    continue
-                for top in {name.split(".")[0] for name in names}:
-                    if top not in sys.stdlib_module_names and top not in OWN:
-                        found.setdefault(top, set()).add(str(file.relative_to(REPO)))
-    return found
+def deptry(project: Path, scratch: Path) -> tuple[int, str]:
+    """deptry over `project`, configured by pyproject.toml's [tool.deptry] table given alone: deptry reads
+    a pyproject's [project] table before any requirements file (osprey-oss/deptry#911). Its exit status,
+    and its report (on stderr)."""
+    table = re.search(r"^\[tool\.deptry\]\n.*?(?=^\[(?!tool\.deptry)|\Z)", (REPO / "pyproject.toml").read_text(),
+                      re.S | re.M)[0]
+    config = scratch / "deptry.toml"
+    config.write_text(table)
+    run = subprocess.run([sys.executable, "-m", "deptry", ".", "--config", str(config), "--no-ansi"],
+                         cwd=project, capture_output=True, text=True, check=False)
+    return run.returncode, run.stdout + run.stderr
 
 
-def test_every_imported_package_is_declared():
+def test_every_import_is_declared_and_every_declared_package_used(tmp_path):
     """An import whose package is not declared works today only because something else pulls it in."""
-    names = {canonicalize_name(r.name) for source in DECLARED for r in declared(source)}
-    distributions = packages_distributions()
-    undeclared = {}
-    for module, files in imported_modules().items():
-        if module in LESSON_MODULES:
-            continue
-        # An extra that is not installed here: its module is named as its package (torch, playwright, ...).
-        candidates = distributions.get(module, [module])
-        if not any(canonicalize_name(dist) in names for dist in candidates):
-            undeclared[module] = sorted(files)[:3]
-    assert not undeclared, f"declare these packages in requirements*.in: {undeclared}"
+    status, report = deptry(REPO, tmp_path)
+    assert status == 0, f"declare these packages in requirements*.in (or drop them):\n{report}"
 
 
-def test_the_import_scan_sees_the_grader_imports():
-    # The declaration test above can fail: it sees what the grader imports.
-    assert {"nbgrader", "nbclient", "jupyter_client", "sqlalchemy", "numpy"} <= set(imported_modules())
+def test_deptry_reads_every_declaration():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["deptry"]
+    assert config["requirements_files"] == DECLARED, "pyproject.toml's [tool.deptry] must read every requirements*.in"
+
+
+def test_deptry_finds_an_undeclared_import(tmp_path):
+    # The test above can fail: requests is installed (nbgrader needs it), but the course declares it nowhere.
+    project = tmp_path / "project"
+    (project / "grader").mkdir(parents=True)
+    for name in DECLARED:
+        (project / name).write_text((REPO / name).read_text())
+    (project / "grader" / "probe.py").write_text("import requests\n")
+    status, report = deptry(project, tmp_path)
+    assert status == 1 and "grader/probe.py:1:8: DEP003 'requests'" in report, report
 
 
 def test_matplotlib_backend_is_not_forced_for_kernels():

@@ -6,6 +6,11 @@ found: importing it (`from numpy._core import x`, `import numpy._core`), reading
 of another library's (`engine.pool._dialect`: an attribute name that no code of the grader defines),
 calling it on `super()`, and overriding it (a method of a grader class, traitlets' `@default` and
 `@validate` handlers included, whose base class outside the grader has it).
+
+ruff's SLF001 and PLC2701 (pyproject.toml) flag the simplest of these as code is written, everywhere
+but the tests and benchmarks; they do not see a bare `import numpy._core`, a private name imported for
+annotations only, a base class's private attribute read through self or super(), getattr by name or
+an override, so the scan below stays whole.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import pkgutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -131,3 +138,12 @@ def test_the_scan_finds_each_kind_of_use(tmp_path, monkeypatch):
                                     "grader/uses.py: _default_extra_template_basedirs",
                                     "grader.uses: Exporter._template_name_validate",
                                     "grader.uses: Exporter._default_extra_template_basedirs"}
+
+
+def test_ruff_flags_a_private_name_in_the_grader():
+    # pyproject.toml's rules apply to the grader's own files (not ignored there, as in the tests).
+    probe = "from numpy._core import umath\n\n\ndef f(engine):\n    return engine.pool._dialect, umath\n"
+    run = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "json",
+                          "--stdin-filename", "grader/probe.py", "-"],
+                         input=probe, capture_output=True, text=True, cwd=GRADER.parent, check=False)
+    assert {finding["code"] for finding in json.loads(run.stdout)} == {"SLF001", "PLC2701"}, run.stderr

@@ -1,8 +1,10 @@
-"""Every relative link of the README and docs/ reaches a file, and every #anchor a heading of it."""
+"""Every relative link of the README and docs/ reaches a file, and every #anchor a heading of it; every
+file of the repository they, or the grader's docstrings and comments, name by its path exists."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,10 @@ REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+# A file of the repository named in prose, by its path from the root; one with a placeholder
+# (`solutions/<id>.py`) or a wildcard is not a path.
+NAMED = re.compile(r"(?<![\w/.<-])((?:grader|tests|solutions|benchmarks|lessons|docs)/[\w./-]*"
+                   r"\.(?:py|toml|mk|cfg|json|md|txt))(?![\w<*/])")
 
 
 def slug(heading: str) -> str:
@@ -42,6 +48,36 @@ def broken_links(path: Path) -> list[str]:
         elif anchor and goal.suffix == ".md" and anchor not in anchors(goal):
             broken.append(f"{target}: no heading #{anchor} in {goal.name}")
     return broken
+
+
+def missing_paths(path: Path, root: Path = REPO) -> list[str]:
+    """The repository paths a Markdown file names that no file has, state that git ignores (written
+    while grading) aside."""
+    named = sorted(set(NAMED.findall(path.read_text())))
+    missing = [name for name in named if not (root / name).exists()]
+    if not missing:
+        return []
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], input="\n".join(missing), cwd=root,
+                             capture_output=True, text=True, check=False).stdout.split()
+    return [name for name in missing if name not in ignored]
+
+
+def test_every_file_named_in_the_docs_and_the_grader_exists():
+    named_in = [*DOCUMENTS, *sorted((REPO / "grader").rglob("*.py"))]  # the grader's docstrings and comments
+    missing = {str(path.relative_to(REPO)): found for path in named_in if (found := missing_paths(path))}
+    assert not missing, f"files named that do not exist: {missing}"
+
+
+def test_a_named_file_that_does_not_exist_is_found(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("grader/state/*\n")
+    for name in ("grader/course.py", "tests/unit/test_ids.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    page = tmp_path / "page.md"
+    page.write_text("`grader/course.py` and grader/client.py, `tests/submissions.py`; tests/unit/test_ids.py:12.\n"
+                    "`solutions/<id>.checks.py`, `grader/*.py`, `grader/state/people.json` (written while grading)\n")
+    assert missing_paths(page, tmp_path) == ["grader/client.py", "tests/submissions.py"]
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))

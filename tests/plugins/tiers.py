@@ -1,0 +1,48 @@
+"""Tiers and suites: the markers that say what a test starts, and which tests only `make test-all` runs.
+
+- Tiers: a test under tests/unit or tests/policy starts no kernel (marker `unit`); tests/integration
+  and the nbval cells of solutions/ start kernels (`kernel`); tests/e2e drives a browser (`browser`).
+- Suites: `make test` runs every test but the exhaustive ones, `make test-all` runs them all. A test
+  is exhaustive when it carries a marker that says why (EXHAUSTIVE): it checks one more case of a
+  kind that `make test` already checks once, it proves that another route reaches the same verdicts,
+  or it drives a real browser. Such tests get the marker `exhaustive` here, which `make test` deselects.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.course import REPO, SOLUTIONS
+
+# The folder of tests/ a test is in -> its tier's marker.
+TIERS = {"unit": "unit", "policy": "unit", "integration": "kernel", "e2e": "browser"}
+# Why a test is in `make test-all` only: marker -> what it does that `make test` already covers once.
+EXHAUSTIVE = {
+    "more_cases": "one more case of a kind make test checks once (a fixture, cheat, attack or lesson)",
+    "same_verdicts": "another route to verdicts make test checks (plain nbgrader, full size, other CPUs, Dask, "
+                     "PostgreSQL, an ordinary user)",
+    "browser": "drives a real browser (tests/e2e)",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "unit: starts no kernel and no browser (tests/unit, tests/policy)")
+    config.addinivalue_line("markers", "kernel: starts Jupyter kernels (tests/integration, nbval of solutions/)")
+    for name, why in EXHAUSTIVE.items():
+        if name != "browser":
+            config.addinivalue_line("markers", f"{name}: in make test-all only: {why}")
+    config.addinivalue_line("markers", "browser: drives a real browser (tests/e2e); in make test-all only")
+    config.addinivalue_line("markers", "exhaustive: in make test-all only (any test with a marker of EXHAUSTIVE)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own deselection by marker (-m) reads the markers
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SOLUTIONS in item.path.parents:
+            item.add_marker(pytest.mark.kernel)
+        elif (REPO / "tests") in item.path.parents:
+            tier = item.path.relative_to(REPO / "tests").parts[0]
+            if tier in TIERS:
+                item.add_marker(getattr(pytest.mark, TIERS[tier]))
+        if any(item.get_closest_marker(name) for name in EXHAUSTIVE):
+            item.add_marker(pytest.mark.exhaustive)
