@@ -16,7 +16,7 @@ COMMANDS = {
     "reference": "grader.authoring.reference",
     **cli.COMMANDS,
     "autograde": "grader.grading.autograde",
-    "override": "grader.grading.overrides",
+    "override": "grader.grading.policy.overrides",
     "dist": "grader.authoring.dist",
     "hub-release": "grader.hub.release",
     "hub-collect": "grader.hub.collect",

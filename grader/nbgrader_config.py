@@ -74,14 +74,14 @@ c.LimitOutput.max_lines = 1000  # lines of output kept per cell (nbgrader's defa
 # Feedback: only text, sanitised HTML and re-encoded images from the cells (grader/pipeline/clean_feedback.py),
 # and no page over 8 MiB.
 c.SafeFeedbackExporter.max_bytes = 8 * 1024**2
-# ---- the late policy (grader/grading/late.py): deadlines per lesson, extensions per student, and the
+# ---- the late policy (grader/grading/policy/late.py): deadlines per lesson, extensions per student, and the
 # penalty per started day late. Applied on every run to the stored scores and submission times (no
 # kernel runs again when it changes); nbgrader is given no due date. No deadline: never late.
 c.LatePenalty.percent_per_day = 10.0  # of the notebook's score, per started day late
 c.LatePenalty.max_percent = 100.0
 c.LatePolicy.deadlines = {}  # e.g. {"03-parallel-heads": "2026-12-01 23:59:00 UTC"}
 c.LatePolicy.extensions = {}  # e.g. {"03-parallel-heads": {"ada": 48}}: hours, per student
-# ---- the Canvas import CSV (grader/grading/canvas_csv.py): name each lesson's column as Canvas's own
+# ---- the Canvas import CSV (grader/grading/outputs/canvas_csv.py): name each lesson's column as Canvas's own
 # gradebook export heads the assignment, so that an import updates it rather than creating one.
 c.CanvasImport.columns = {}  # e.g. {"03-parallel-heads": "Lesson 3: parallel heads (123456)"}
 c.CanvasImport.per_exercise = False

@@ -29,7 +29,7 @@ from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import cell_roles
 from grader.course import REPO, SOLUTIONS, lesson_ids, nbgrader_config, reference_notebook
-from grader.grading.enrolment import enrol
+from grader.grading.intake.enrolment import enrol
 from grader.layout import GRADEBOOK, Layout
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -92,7 +92,7 @@ class Course:
     def submit(self, lesson: str, submissions: dict[str, nbformat.NotebookNode]) -> None:
         """Put each student's notebook into nbgrader's submitted folder, and the student into the gradebook.
 
-        Grading's own collection adds the students before any job runs (grader.grading.roster); so
+        Grading's own collection adds the students before any job runs (grader.grading.intake.roster); so
         does this, for tests that hand their jobs to the supervisor directly.
         """
         layout = self.layout
@@ -713,12 +713,12 @@ def _feedback_exporter(course: Path):
 
 def grade_rows(lesson: str, results, points: dict[str, float], *, roster: str = "", times: dict | None = None,
                lms_late: tuple[str, ...] = (), policy=None, overrides: dict | None = None, tmp: Path | None = None):
-    """grader.grading.grades rows for `results`, as a run would derive them: `roster` (CSV text) applied
+    """grader.grading.policy.grades rows for `results`, as a run would derive them: `roster` (CSV text) applied
     to a fresh people registry, `times` (student -> datetime) as the submissions' times."""
-    from grader.grading import grades, late
-    from grader.grading.collect import Submission
-    from grader.grading.people import People
-    from grader.grading.roster import Roster
+    from grader.grading.intake.collect import Submission
+    from grader.grading.intake.people import People
+    from grader.grading.intake.roster import Roster
+    from grader.grading.policy import grades, late
 
     people = People((tmp or Path("/nonexistent")) / "people.json")
     if roster:

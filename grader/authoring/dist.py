@@ -55,7 +55,7 @@ from grader.authoring import dist_steps
 from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
 from grader.errors import DistributionRefused, NotReleased
 from grader.extras import LESSON_EXTRAS
-from grader.grading.late import LatePolicy
+from grader.grading.policy.late import LatePolicy
 from grader.student.layout import JUPYTER_CONFIG, LESSON_HELPERS
 
 GRADER = REPO / "grader"

@@ -30,7 +30,7 @@ from pathlib import Path
 from grader.authoring.handouts import Handout, handouts
 from grader.course import lesson_ids
 from grader.errors import DistributionRefused, UnknownLesson
-from grader.grading.late import LatePolicy
+from grader.grading.policy.late import LatePolicy
 
 
 def parse(spec: str) -> list[str]:

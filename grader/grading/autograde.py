@@ -21,20 +21,21 @@ from grader import cell_roles
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import CannotGradeSafely, NotReleased
 from grader.gradebook import open_gradebook, require_course_id
-from grader.grading import gradelog, grades, late, lesson_reports, overrides, report
-from grader.grading.canvas_csv import CanvasImport
-from grader.grading.collect import Skipped, collect
-from grader.grading.enrolment import enrol
-from grader.grading.failure_detail import traceback_of
-from grader.grading.gradebook_check import check_gradebook
-from grader.grading.jobs import Job, Result
-from grader.grading.lms import DownloadFormats
-from grader.grading.people import registry
-from grader.grading.preflight import preflight
-from grader.grading.roster import Roster
-from grader.grading.similarity import SimilarityReport
-from grader.grading.supervisor import GradingProcesses, default_workers, supervise
-from grader.grading.worker import grade
+from grader.grading.intake.collect import Skipped, collect
+from grader.grading.intake.enrolment import enrol
+from grader.grading.intake.lms import DownloadFormats
+from grader.grading.intake.people import registry
+from grader.grading.intake.roster import Roster
+from grader.grading.outputs import gradelog, lesson_reports, report
+from grader.grading.outputs.canvas_csv import CanvasImport
+from grader.grading.outputs.similarity import SimilarityReport
+from grader.grading.policy import grades, late, overrides
+from grader.grading.running.failure_detail import traceback_of
+from grader.grading.running.gradebook_check import check_gradebook
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.preflight import preflight
+from grader.grading.running.supervisor import GradingProcesses, default_workers, supervise
+from grader.grading.running.worker import grade
 from grader.layout import Layout
 from grader.pipeline.guarded_execute import GuardedExecute
 from grader.sandbox.bwrap import SandboxUnavailable, probe
@@ -50,7 +51,7 @@ class Batch:
     grades: Path  # the grades CSV
     plot: Path | None  # the score distribution PNG (None when nothing was graded)
     seconds: float
-    rows: list[grades.Row]  # the lesson's grades, every student (grader.grading.grades)
+    rows: list[grades.Row]  # the lesson's grades, every student (grader.grading.policy.grades)
 
 
 def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster: Path | None = None,
@@ -61,17 +62,17 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
          executor: Executor | None = None, progress: TextIO = sys.stderr, out: TextIO = sys.stdout) -> Batch:
     """Grade every submission of `lesson`, then rebuild every output of the lesson from all the term's facts.
 
-    The facts (grader.grading.grades): the notebooks downloaded from an LMS to `source` (a folder or
-    a .zip; grader.grading.collect keeps every one as an attempt) and those in nbgrader's submitted
+    The facts (grader.grading.policy.grades): the notebooks downloaded from an LMS to `source` (a folder or
+    a .zip; grader.grading.intake.collect keeps every one as an attempt) and those in nbgrader's submitted
     folder; the people registry with the roster (`roster` replaces the one remembered;
-    grader.grading.people); the late policy as configured now; the instructor's overrides and hand
+    grader.grading.intake.people); the late policy as configured now; the instructor's overrides and hand
     edits. Every run writes the grades CSV, the LMS import files, the overview, the feedback bundle
     and the similarity report for all of them, and lists every total that changed since the last
     run and why; a policy change needs no kernel.
 
-    Each submission is graded by `grader.grading.worker.grade`, each kernel in the sandbox
+    Each submission is graded by `grader.grading.running.worker.grade`, each kernel in the sandbox
     (grader.sandbox): by default in `workers` grading processes of this machine (default:
-    GradingProcesses.workers, one more than the cores; grader.grading.supervisor), each submission
+    GradingProcesses.workers, one more than the cores; grader.grading.running.supervisor), each submission
     stopped after `job_timeout` seconds (default: GuardedExecute.notebook_timeout plus
     GradingProcesses.job_timeout_margin) so that none can hold up the batch. Any
     `concurrent.futures.Executor` whose workers are processes that see this course's files and

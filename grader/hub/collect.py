@@ -43,8 +43,8 @@ from nbgrader.utils import parse_utc
 
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import HubRefused
-from grader.grading.collect import MAX_ENTRY
-from grader.grading.ids import CLOCK_SKEW, student_id
+from grader.grading.intake.collect import MAX_ENTRY
+from grader.grading.intake.ids import CLOCK_SKEW, student_id
 from grader.hub import settings
 from grader.layout import Layout
 from grader.safe_text import for_terminal

@@ -23,8 +23,8 @@ import nbformat
 
 from grader.course import REPO, lesson_ids
 from grader.extras import missing_extras
-from grader.grading.jobs import Job, Result
-from grader.grading.supervisor import supervise
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.supervisor import supervise
 from tests.support import (
     Course,
     build,

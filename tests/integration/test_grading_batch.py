@@ -27,9 +27,9 @@ import nbformat
 import pytest
 
 from grader.grading.autograde import main as autograde
-from grader.grading.jobs import Job
-from grader.grading.triage import FLAGS
-from grader.grading.worker import grade
+from grader.grading.running.jobs import Job
+from grader.grading.running.triage import FLAGS
+from grader.grading.running.worker import grade
 from grader.student.submission_names import SUBMISSION_TIME_FORMAT, submission_filename
 from tests.support import FIXTURES, Course, batch_scores, build_notebook, exercise, make_course, points_of, secret_lines
 

@@ -21,8 +21,8 @@ import pytest
 
 from grader.course import lesson_ids
 from grader.extras import missing_extras
-from grader.grading.jobs import Job, Result
-from grader.grading.supervisor import supervise
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.supervisor import supervise
 from grader.layout import GRADEBOOK
 from tests.support import Course, build, mistake, variants
 

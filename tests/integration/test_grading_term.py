@@ -26,7 +26,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.grading import autograde, overrides
+from grader.grading import autograde
+from grader.grading.policy import overrides
 from grader.layout import GRADEBOOK, STATE
 from tests.support import COUNT_SANDBOXED_KERNELS, Course, Variant, build, mistake
 

@@ -1,10 +1,10 @@
-"""grader.grading.enrolment: a batch's students are added once, even while another process adds them too."""
+"""grader.grading.intake.enrolment: a batch's students are added once, even while another process adds them too."""
 
 from __future__ import annotations
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from grader.grading.enrolment import enrol
+from grader.grading.intake.enrolment import enrol
 
 
 def test_a_student_added_by_another_process_meanwhile_is_not_an_error(gradebook_url, monkeypatch):

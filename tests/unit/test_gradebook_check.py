@@ -8,7 +8,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader.errors import GradebookRefused
-from grader.grading.gradebook_check import check_gradebook
+from grader.grading.running.gradebook_check import check_gradebook
 
 
 @pytest.fixture

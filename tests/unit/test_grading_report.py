@@ -9,10 +9,10 @@ from pathlib import Path
 from nbgrader.coursedir import CourseDirectory
 
 from grader.course import LESSONS, REPO, nbgrader_config
-from grader.grading import report
-from grader.grading.collect import Skipped
-from grader.grading.jobs import Result
-from grader.grading.triage import Flag
+from grader.grading.intake.collect import Skipped
+from grader.grading.outputs import report
+from grader.grading.running.jobs import Result
+from grader.grading.running.triage import Flag
 from grader.layout import STATE, Layout
 from tests.support import grade_rows
 

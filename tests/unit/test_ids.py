@@ -1,4 +1,4 @@
-"""grader.grading.ids: the rules for ids, names and times."""
+"""grader.grading.intake.ids: the rules for ids, names and times."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from grader.grading import ids
+from grader.grading.intake import ids
 
 
 def test_ids_are_normalised_so_that_case_and_compatibility_forms_are_one_student():

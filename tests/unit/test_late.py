@@ -1,4 +1,4 @@
-"""grader.grading.late: the one place that decides how late a submission is and what it costs."""
+"""grader.grading.policy.late: the one place that decides how late a submission is and what it costs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from grader.grading import late
+from grader.grading.policy import late
 
 LESSON = "03-parallel-heads"
 POLICY = late.LatePolicy(deadlines={LESSON: "2026-12-01 12:00:00 UTC"}, extensions={LESSON: {"grace": 48}})

@@ -1,4 +1,4 @@
-"""grader.grading.overrides: the instructor's manual scores, kept as facts of the term."""
+"""grader.grading.policy.overrides: the instructor's manual scores, kept as facts of the term."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from grader.course import REPO
 from grader.errors import UsageError
-from grader.grading import overrides
+from grader.grading.policy import overrides
 
 LESSON = "01-single-head"
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from grader.grading.jobs import Result
+from grader.grading.running.jobs import Result
 from grader.safe_text import for_terminal
 
 

@@ -4,8 +4,8 @@ folder is derived from those facts on every run.
 Submissions arrive in two ways:
 
 - as notebooks downloaded from an LMS, in a folder or a .zip (`source`): the download's format is
-  decided once for all its files (grader.grading.lms.decide), and each file's person comes from
-  what the LMS wrote (grader.grading.people), never from the part of the name the student chose;
+  decided once for all its files (grader.grading.intake.lms.decide), and each file's person comes from
+  what the LMS wrote (grader.grading.intake.people), never from the part of the name the student chose;
 - already in nbgrader's layout, `<submitted>/<student>/<lesson>/<lesson>.ipynb` with nbgrader's
   `timestamp.txt`: put there by `nbgrader collect` from a JupyterHub exchange (the folder is the
   hub's user name), or by hand. These are graded as they are.
@@ -44,9 +44,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.errors import BadDownload
-from grader.grading import lms
-from grader.grading.ids import ID_RULE, in_future, parse_time, student_id
-from grader.grading.people import People
+from grader.grading.intake import lms
+from grader.grading.intake.ids import ID_RULE, in_future, parse_time, student_id
+from grader.grading.intake.people import People
 from grader.safe_text import for_terminal
 
 # Bounds on what a download may hold, against hostile input; constants, not settings: an honest

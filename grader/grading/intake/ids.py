@@ -5,7 +5,7 @@ CSVs): at most MAX_ID ASCII letters, digits, underscores, dots and hyphens (a Ju
 such as `ada.lovelace-2`), starting with a letter, digit or underscore, lower case, after Unicode NFKC and
 case folding, so that `Ada` and `ada` are one student and no look-alike in another script becomes
 someone else's id. Ids made from names (`readable_id`, `script_id`) stay the same from one run to
-the next; the people registry (grader.grading.people) keeps them once given.
+the next; the people registry (grader.grading.intake.people) keeps them once given.
 
 A submission time is never in the future by more than CLOCK_SKEW.
 """

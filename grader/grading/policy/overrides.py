@@ -22,7 +22,7 @@ import nbformat
 from grader import cell_roles
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import UsageError
-from grader.grading.ids import student_id
+from grader.grading.intake.ids import student_id
 from grader.layout import Layout
 from grader.safe_text import for_terminal
 

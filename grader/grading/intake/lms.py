@@ -40,7 +40,7 @@ from traitlets import Dict
 from traitlets.config import Configurable
 
 from grader.errors import BadDownload
-from grader.grading.ids import script_id, student_id
+from grader.grading.intake.ids import script_id, student_id
 from grader.safe_text import for_terminal
 from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
 

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from traitlets import Dict, Float
 from traitlets.config import Configurable
 
-from grader.grading.ids import parse_time
+from grader.grading.intake.ids import parse_time
 
 DAY = 24 * 3600
 

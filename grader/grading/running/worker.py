@@ -2,12 +2,12 @@
 
 `grade(job)` is the unit of work: it autogrades one student's notebook through nbgrader's Python
 API, generates the feedback, and returns a `Result` (scores read from the gradebook, flags from
-grader.grading.triage). It never raises: whatever goes wrong with one submission is reported in
+grader.grading.running.triage). It never raises: whatever goes wrong with one submission is reported in
 its Result, so the batch carries on.
 
 `grade` and `Job` are plain picklable objects, so any `concurrent.futures.Executor` whose workers
 are processes can run them, such as a Dask `Client(...).get_executor()`; on this machine
-grader.grading.supervisor runs them in a few grading processes of its own, one job after another in
+grader.grading.running.supervisor runs them in a few grading processes of its own, one job after another in
 each. Each process loads the course's nbgrader configuration on its first job and reuses it.
 nbgrader changes the process's working directory while it grades, so a process grades one
 submission at a time (a lock enforces it when an executor runs several threads per process).
@@ -31,10 +31,10 @@ from nbgrader.coursedir import CourseDirectory
 from grader import cell_roles
 from grader.course import nbgrader_config
 from grader.gradebook import nbgrader_api, open_gradebook
-from grader.grading import triage
-from grader.grading.failure_detail import bounded, traceback_of
-from grader.grading.jobs import Job, Result
-from grader.grading.triage import Flag
+from grader.grading.running import triage
+from grader.grading.running.failure_detail import bounded, traceback_of
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.triage import Flag
 from grader.layout import Layout
 
 

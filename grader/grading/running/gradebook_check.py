@@ -11,7 +11,7 @@ import sqlalchemy
 from nbgrader.api import Base
 
 from grader.errors import GradebookRefused
-from grader.grading.ids import student_id
+from grader.grading.intake.ids import student_id
 
 NBGRADER_TABLES = set(Base.metadata.tables) | {"alembic_version"}
 
