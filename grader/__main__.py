@@ -17,6 +17,7 @@ COMMANDS = {
     **cli.COMMANDS,
     "autograde": "grader.grading.autograde",
     "override": "grader.grading.policy.overrides",
+    "move-grading-data": "grader.move_grading_data",
     "dist": "grader.authoring.dist",
     "hub-release": "grader.hub.release",
     "hub-collect": "grader.hub.collect",

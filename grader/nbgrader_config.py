@@ -2,12 +2,13 @@
 
 nbgrader's own folders are mapped onto the course layout instead of renaming the course:
 solutions/<lesson>/ is nbgrader's source, lessons/<lesson>/ its release, and everything grading
-writes lives in grader/state/ (grader/layout.py). What each command runs is in grader/pipeline.
+writes lives at the course's root, where nbgrader keeps it by default (grader/layout.py). What each
+command runs is in grader/pipeline.
 """
 
 from grader import pipeline
 from grader.course import REPO
-from grader.layout import GRADEBOOK, STATE_FOLDERS
+from grader.layout import AUTOGRADED, FEEDBACK, GRADEBOOK, SUBMITTED
 from grader.sandbox.limits import ONE_BLAS_THREAD
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
@@ -16,9 +17,9 @@ c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 c.CourseDirectory.root = str(REPO)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "lessons"
-c.CourseDirectory.submitted_directory = STATE_FOLDERS["submitted"]
-c.CourseDirectory.autograded_directory = STATE_FOLDERS["autograded"]
-c.CourseDirectory.feedback_directory = STATE_FOLDERS["feedback"]
+c.CourseDirectory.submitted_directory = SUBMITTED
+c.CourseDirectory.autograded_directory = AUTOGRADED
+c.CourseDirectory.feedback_directory = FEEDBACK
 # timeout= lets parallel graders wait for SQLite's write lock instead of failing with "database is locked".
 c.CourseDirectory.db_url = f"sqlite:///{REPO / GRADEBOOK}?timeout=60"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "collected.json"]

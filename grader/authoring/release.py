@@ -27,7 +27,7 @@ def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool =
     config = nbgrader_config(course)
     layout = Layout.of(config)
     worked = [layout.release_notebook(lesson) for lesson in lessons
-              if release_guard.is_work(layout.release_notebook(lesson), layout.state,
+              if release_guard.is_work(layout.release_notebook(lesson), layout.releases,
                                        released=partial(released_notebook, lesson, config))]
     if worked and not force:
         names = "\n".join(f"  {path}" for path in worked)
@@ -47,7 +47,7 @@ def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool =
         result = api.generate_assignment(lesson, force=True, create=True)
         if not result["success"]:
             raise NotReleased(f"releasing {lesson} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
-        release_guard.record(layout.state, layout.release_notebook(lesson))
+        release_guard.record(layout.releases, layout.release_notebook(lesson))
         print(f"released {lesson}")
     return lessons
 

@@ -89,6 +89,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     """
     [lesson] = select_lessons([lesson])
     started = time.monotonic()
+    config = nbgrader_config(course)
+    layout = Layout.of(config)  # grading data left in grader/state/: refused here, before anything runs
     if not unsafe_no_sandbox:
         try:
             probe()
@@ -96,10 +98,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
             raise CannotGradeSafely(f"cannot grade safely: {error}.\nGrading runs every submission in a sandbox; to "
                                     "grade without it anyway (the kernels can then change grades), pass "
                                     "--unsafe-no-sandbox.") from None
-    config = nbgrader_config(course)
     preflight(course, lesson, config, sandbox=not unsafe_no_sandbox)  # a broken spec or sandbox: refused here
     coursedir = CourseDirectory(config=config)
-    layout = Layout.of(config)
     release = layout.release_notebook(lesson)
     require_course_id(coursedir)
     check_gradebook(coursedir.db_url)

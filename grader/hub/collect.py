@@ -154,7 +154,7 @@ def main(*, lesson: str, course: Path = REPO, exchange: Path | None = None, cour
     exchange = exchange or settings.exchange_root()
     course_id = course_id or settings.course_id()
     layout = Layout.of(nbgrader_config(course))
-    staging_root = layout.state / "hub-exchange"
+    staging_root = layout.hub_staging
     shutil.rmtree(staging_root, ignore_errors=True)
     staging = staging_root / course_id / "inbound"
     staging.mkdir(parents=True, mode=0o700)

@@ -1,4 +1,4 @@
-"""The grading log: one line per graded submission (`grader/state/logs/<lesson>.log`).
+"""The grading log: one line per graded submission (`grading-logs/<lesson>.log` at the course root).
 
 Each line: the time (UTC), the student, the lesson, the score ("7/10", "-" when there is none),
 the status ("graded", "graded, up to date", "failed: <reason>"), and the seconds grading took,
