@@ -34,6 +34,7 @@ from grader.grading.running.failure_detail import traceback_of
 from grader.grading.running.gradebook_check import check_gradebook
 from grader.grading.running.jobs import Job, Result
 from grader.grading.running.preflight import preflight
+from grader.grading.running.scores import add_scores, has_grades
 from grader.grading.running.supervisor import GradingProcesses, default_workers, supervise
 from grader.grading.running.worker import grade
 from grader.layout import Layout
@@ -102,48 +103,52 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     coursedir = CourseDirectory(config=config)
     release = layout.release_notebook(lesson)
     require_course_id(coursedir)
-    check_gradebook(coursedir.db_url)
-    with open_gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
-        try:
-            gradebook.find_assignment(lesson)
-        except MissingEntry:
-            raise NotReleased(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
     if not release.is_file():
         raise NotReleased(f"{release} is missing: run `make release LESSON={lesson}` first")
     released = nbformat.read(release, as_version=4)
     points, labels = cell_roles.test_points(released), cell_roles.exercise_labels(released)
 
     table = Roster.read(roster) if roster is not None else None
-    with registry(layout.people) as people:
-        roster_changes = people.apply_roster(table) if table is not None else None
-        collected = collect(lesson, layout.submitted, layout.attempts, source, people=people, now=now,
-                            formats=DownloadFormats(config=config).formats, forced=download_format,
-                            replace_edits=replace_edits)
-    enrol(coursedir.db_url, coursedir.course_id, collected.students,
-          {p.id: (p.name, p.email) for p in people.persons.values()})
+    # The gradebook, opened once for the batch: checked, the lesson looked up, the students enrolled, which
+    # of them already have grades, and each submission's points as its result comes in (no worker opens it).
+    with open_gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+        check_gradebook(gradebook)
+        try:
+            gradebook.find_assignment(lesson)
+        except MissingEntry:
+            raise NotReleased(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
+        with registry(layout.people) as people:
+            roster_changes = people.apply_roster(table) if table is not None else None
+            collected = collect(lesson, layout.submitted, layout.attempts, source, people=people, now=now,
+                                formats=DownloadFormats(config=config).formats, forced=download_format,
+                                replace_edits=replace_edits)
+        enrol(gradebook, collected.students, {p.id: (p.name, p.email) for p in people.persons.values()})
+        ungraded = {student for student in collected.students if not has_grades(gradebook, lesson, student)}
 
-    jobs = make_jobs(course, lesson, collected.students, force=force or regrade, timeout=timeout,
-                     memory_limit=memory_limit, sandbox=not unsafe_no_sandbox)
-    processes = GradingProcesses(config=config)
-    if job_timeout is None:
-        notebook_limit = GuardedExecute(config=config).notebook_timeout
-        job_timeout = notebook_limit + processes.job_timeout_margin if notebook_limit else math.inf
-    workers = max(1, min(workers or processes.workers or default_workers(), len(jobs) or 1))
-    log = layout.log(lesson)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
+        jobs = make_jobs(course, lesson, collected.students, force=force or regrade, ungraded=ungraded,
+                         timeout=timeout, memory_limit=memory_limit, sandbox=not unsafe_no_sandbox)
+        processes = GradingProcesses(config=config)
+        if job_timeout is None:
+            notebook_limit = GuardedExecute(config=config).notebook_timeout
+            job_timeout = notebook_limit + processes.job_timeout_margin if notebook_limit else math.inf
+        workers = max(1, min(workers or processes.workers or default_workers(), len(jobs) or 1))
+        log = layout.log(lesson)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
 
-    def done(result: Result) -> None:
-        bar.update(result)
-        gradelog.append(log, lesson, result, points)
+        def done(result: Result) -> None:
+            add_scores(gradebook, lesson, result, points)
+            bar.update(result)
+            gradelog.append(log, lesson, result, points)
 
-    if not jobs:
-        results = []
-    elif executor is None:
-        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done, settings=processes)
-    else:
-        results = _run(jobs, executor, done)
-    bar.close()
+        if not jobs:
+            results = []
+        elif executor is None:
+            results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done,
+                                settings=processes)
+        else:
+            results = _run(jobs, executor, done)
+        bar.close()
 
     rows = grades.build(lesson, results, points, people=people, submissions=collected.submissions,
                         policy=late.LatePolicy(config=config), penalty=late.LatePenalty(config=config),
@@ -170,10 +175,14 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     return Batch(lesson, results, collected.skipped, csv_path, plot if graded else None, seconds, rows)
 
 
-def make_jobs(course: Path, lesson: str, students: list[str], **options) -> list[Job]:
-    """One Job per student, with `options` (Job's fields), all marked with a run id of their own (Job.run)."""
+def make_jobs(course: Path, lesson: str, students: list[str], *, force: bool = False,
+              ungraded: set[str] = frozenset(), **options) -> list[Job]:
+    """One Job per student, with `options` (Job's fields), all marked with a run id of their own (Job.run);
+    forced (run again even when graded since it changed) when `force`, or for the students `ungraded` (whose
+    grades the gradebook does not hold)."""
     run = uuid.uuid4().hex
-    return [Job(str(Path(course).resolve()), lesson, student, run=run, **options) for student in students]
+    return [Job(str(Path(course).resolve()), lesson, student, force=force or student in ungraded, run=run, **options)
+            for student in students]
 
 
 def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:

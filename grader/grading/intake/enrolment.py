@@ -11,22 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from nbgrader.api import InvalidEntry
-
-from grader.gradebook import open_gradebook
+from nbgrader.api import Gradebook, InvalidEntry
 
 
-def enrol(db_url: str, course_id: str, students: Iterable[str], names: Mapping[str, tuple[str, str]] | None = None
-          ) -> None:
-    """Make sure every one of `students` is in the gradebook, even while another process adds the same
+def enrol(gradebook: Gradebook, students: Iterable[str], names: Mapping[str, tuple[str, str]] | None = None) -> None:
+    """Make sure every one of `students` is in the open `gradebook`, even while another process adds the same
     ones; `names` gives some of them (name, email), the last word of the name as the last name."""
     names = names or {}
-    with open_gradebook(db_url, course_id) as gradebook:
-        for student in students:
-            name, email = names.get(student, ("", ""))
-            *first, last = name.split() or [""]
-            details = {"first_name": " ".join(first) or None, "last_name": last or None, "email": email or None}
-            try:
-                gradebook.update_or_create_student(student, **details)
-            except InvalidEntry:  # another process added it between nbgrader's look and its insert
-                gradebook.find_student(student)
+    for student in students:
+        name, email = names.get(student, ("", ""))
+        *first, last = name.split() or [""]
+        details = {"first_name": " ".join(first) or None, "last_name": last or None, "email": email or None}
+        try:
+            gradebook.update_or_create_student(student, **details)
+        except InvalidEntry:  # another process added it between nbgrader's look and its insert
+            gradebook.find_student(student)
