@@ -28,7 +28,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.GenerateAssignment.preprocessors = pipeline.release_steps()
 # The course's self-check builds each lesson's release in memory from solutions/ (a distribution
 # ships pristine copies instead): grader/student/originals.py.
-c.Originals.builder = "grader.authoring.release_in_memory.released_notebook"
+c.Originals.builder = "grader.authoring.release_in_memory.build_release"
 c.Autograde.sanitize_preprocessors = pipeline.sanitize_steps()
 c.Autograde.autograde_preprocessors = pipeline.autograde_steps()
 c.GenerateFeedback.preprocessors = pipeline.feedback_steps()

@@ -69,7 +69,7 @@ def _released_now(notebook: Path, released: Callable[[], NotebookNode]) -> bool:
 def is_work(notebook: Path, releases: Path, released: Callable[[], NotebookNode] | None = None) -> bool:
     """Whether replacing `notebook` would lose something: it exists and is not the release it would replace.
 
-    `released` makes the lesson's release in memory (release_in_memory.released_notebook): the notebook
+    `released` makes the lesson's release in memory (release_in_memory.build_release): the notebook
     is no one's work when it is that release, as in a copy of the course without git.
     """
     if not notebook.is_file():

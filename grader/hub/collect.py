@@ -44,7 +44,7 @@ from nbgrader.utils import parse_utc
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import HubRefused
 from grader.grading.intake.collect import MAX_ENTRY
-from grader.grading.intake.ids import CLOCK_SKEW, student_id
+from grader.grading.intake.ids import CLOCK_SKEW, normalised_id
 from grader.hub import settings
 from grader.layout import Layout
 from grader.safe_text import for_terminal
@@ -101,7 +101,7 @@ def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = N
         if len(parts) < 3 or parts[1] != lesson:
             continue
         user, claimed = parts[0], parts[2]
-        if student_id(user) != user:
+        if normalised_id(user) != user:
             result.refused.append((name, f"the hub user name {user!r} is not a course student id (lowercase ASCII "
                                          "letters, digits and underscores)"))
             continue

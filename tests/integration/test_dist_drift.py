@@ -22,7 +22,7 @@ GRADER = REPO / "grader"
 
 
 def test_every_file_of_code_is_a_course_file_byte_for_byte(distribution):
-    copied = dist.copied_files()
+    copied = dist.verbatim_files()
     course_student = {p.name for p in dist.files_in(GRADER / "student")}
     assert {"cli.py", "commands.mk"} <= course_student
     assert {Path(p).name for p in copied if p.startswith("grader/student/")} == course_student

@@ -35,7 +35,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def public_text() -> str:
     """What the distribution may show by design: the released lessons and the course's student code."""
-    files = [p for p in LESSONS.rglob("*") if p.is_file()] + list(dist.copied_files().values())
+    files = [p for p in LESSONS.rglob("*") if p.is_file()] + list(dist.verbatim_files().values())
     return "\n".join(readable(p.read_bytes(), p.suffix == ".ipynb") for p in files)
 
 

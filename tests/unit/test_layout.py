@@ -50,7 +50,7 @@ def test_git_ignores_all_grading_data_and_make_clean_removes_it():
 
 
 def test_the_distribution_copies_no_grading_data():
-    assert not [path for path in dist.copied_files() if Path(path).parts[0] in GRADING_DATA]
+    assert not [path for path in dist.verbatim_files() if Path(path).parts[0] in GRADING_DATA]
 
 
 # ---------------------------------------------------------------- data left in grader/state/

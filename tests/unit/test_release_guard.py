@@ -67,13 +67,13 @@ def test_without_git_the_lesson_notebook_is_compared_with_a_release_made_in_memo
     release of solutions/ makes now, so it may be replaced; one with an answer typed in is someone's work."""
     from functools import partial
 
-    from grader.authoring.release_in_memory import released_notebook
+    from grader.authoring.release_in_memory import build_release
     from grader.cell_roles import cells_by_id
 
     copy = tmp_path / "zip download" / "lessons" / LESSON / f"{LESSON}.ipynb"  # no git above it
     copy.parent.mkdir(parents=True)
     copy.write_bytes(student_notebook(LESSON).read_bytes())
-    releases, released = tmp_path / "term" / "releases.json", partial(released_notebook, LESSON)
+    releases, released = tmp_path / "term" / "releases.json", partial(build_release, LESSON)
     assert release_guard.is_work(copy, releases)  # without the comparison: refused, as before
     assert not release_guard.is_work(copy, releases, released=released)
     nb = nbformat.read(copy, as_version=4)

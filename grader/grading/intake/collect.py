@@ -45,7 +45,7 @@ from pathlib import Path
 
 from grader.errors import BadDownload
 from grader.grading.intake import lms
-from grader.grading.intake.ids import ID_RULE, in_future, parse_time, student_id
+from grader.grading.intake.ids import ID_RULE, in_future, normalised_id, parse_time
 from grader.grading.intake.people import People
 from grader.safe_text import for_terminal
 
@@ -159,7 +159,7 @@ def _keep(lesson: str, store: Path, path: str, found: lms.Match, read: Callable[
         if other != lesson or found.file_id != f"{lesson}.ipynb":
             result.skipped.append(Skipped(shown, f"a submission for {for_terminal(other)}, not {lesson}"))
             return
-        if student_id(found.student_id) is None and found.student_id.isascii():
+        if normalised_id(found.student_id) is None and found.student_id.isascii():
             result.skipped.append(Skipped(shown, f"the student id must be {ID_RULE}"))
             return
     when = found.timestamp or modified
@@ -330,8 +330,8 @@ def _submitted(submitted: Path, lesson: str) -> tuple[list[str], list[Skipped]]:
         name = folder.parent.name
         if folder.parent.is_symlink() or folder.is_symlink():
             misplaced.append(Skipped(for_terminal(str(folder)), "a link in the submitted folder: not followed"))
-        elif student_id(name) != name:  # put there by hand: the gradebook takes only ids collect makes
-            ident = student_id(name)
+        elif normalised_id(name) != name:  # put there by hand: the gradebook takes only ids collect makes
+            ident = normalised_id(name)
             rename = f": rename it to {ident!r}" if ident and not (submitted / ident).exists() else ""
             misplaced.append(Skipped(for_terminal(str(folder.parent)), f"the folder name {for_terminal(name)!r} is "
                                      f"not a student id ({ID_RULE}, lower case){rename}"))

@@ -28,7 +28,7 @@ SAFE_ID = re.compile(r"[a-z0-9_][a-z0-9_.-]*")  # no leading dot or hyphen: neve
 ID_RULE = f"at most {MAX_ID} ASCII letters, digits, underscores, dots or hyphens, not starting with a dot or hyphen"
 
 
-def student_id(raw: str) -> str | None:
+def normalised_id(raw: str) -> str | None:
     """The normalised id of `raw` (NFKC, case-folded), or None when it is not a safe id."""
     ident = unicodedata.normalize("NFKC", raw).casefold()
     return ident if SAFE_ID.fullmatch(ident) and len(ident) <= MAX_ID else None

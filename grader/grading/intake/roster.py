@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.errors import BadDownload
-from grader.grading.intake.ids import ID_RULE, name_key, student_id
+from grader.grading.intake.ids import ID_RULE, name_key, normalised_id
 from grader.safe_text import for_terminal
 
 # kind -> (columns that identify it, {field of Student: header, lower case})
@@ -100,7 +100,7 @@ class Roster:
             if student is None:  # Canvas's "Points Possible" row, an empty line
                 continue
             if kind == "course":
-                ident = student_id(student.id)
+                ident = normalised_id(student.id)
                 if ident is None:
                     raise BadDownload(f"{where}, line {number}: the id '{for_terminal(student.id)}' is not {ID_RULE}")
                 if ident in seen:

@@ -13,7 +13,7 @@ import sqlalchemy
 from nbgrader.api import Base, Gradebook
 
 from grader.errors import GradebookRefused
-from grader.grading.intake.ids import student_id
+from grader.grading.intake.ids import normalised_id
 
 NBGRADER_TABLES = set(Base.metadata.tables) | {"alembic_version"}
 
@@ -35,7 +35,7 @@ def check_gradebook(gradebook: Gradebook) -> None:
         if "student" in tables:
             students = connection.execute(sqlalchemy.text("SELECT id FROM student"))
             problems += [f"a student id no submission could carry: {ident!r}" for (ident,) in students
-                         if student_id(str(ident)) != ident]
+                         if normalised_id(str(ident)) != ident]
     if problems:
         where = engine.url.render_as_string(hide_password=True).split("?")[0]
         raise GradebookRefused(f"the gradebook {where} holds what the course did not put there; "
