@@ -67,7 +67,8 @@ def test_the_student_commands_are_the_course_commands_that_run_student_code():
     student = {name: module for name, module in course_cli.COMMANDS.items() if module.startswith("grader.student.")}
     assert student == cli.COMMANDS == {"lab": "grader.student.lab", "check": "grader.student.check",
                                        "submit": "grader.student.submit"}
-    assert {"release", "reference", "autograde", "override", "dist", "hub-release", "hub-collect"} == \
+    assert {"release", "reference", "autograde", "override", "move-grading-data", "dist", "hub-release",
+            "hub-collect"} == \
         set(course_cli.COMMANDS) - set(student)
 
 
