@@ -36,7 +36,7 @@ unexport MPLBACKEND
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help env lock upgrade torch browser scale hub hub-release hub-collect lab check submit test test-all test-fast lint release reference autograde override dist clean
+.PHONY: help env lock upgrade torch browser scale hub hub-release hub-collect lab check submit test test-all test-fast lint release reference autograde override move-grading-data dist clean
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -118,6 +118,9 @@ autograde: $(STAMP)  ## instructors: grade a lesson and rebuild its grades (LESS
 override: $(STAMP)  ## instructors: set a student's points by hand (LESSON= STUDENT= EXERCISE=grade_id|total POINTS= REASON=; REMOVE=1 takes it back; no STUDENT lists them)
 	$(PY) -m grader override $(LESSON) $(STUDENT) $(EXERCISE) $(POINTS) $(if $(REASON),--reason "$(REASON)") $(if $(REMOVE),--remove)
 
+move-grading-data: $(STAMP)  ## instructors: move grading data from grader/state/, where earlier versions kept it, to the course's root
+	$(PY) -m grader move-grading-data
+
 hub-release: $(STAMP)  ## instructors on a hub: release lessons to nbgrader's exchange (LESSON=id; docs/jupyterhub.md)
 	$(PY) -m grader hub-release $(LESSON)
 
@@ -128,7 +131,7 @@ dist: $(STAMP)  ## instructors: write the student distribution to DIR (outside t
 	$(if $(DIR),,$(error give the folder to write to, e.g. `make dist DIR=../attention-student`))
 	$(PY) -m grader dist --out "$(DIR)" $(if $(LESSONS),--lessons "$(LESSONS)")
 
-clean:  ## remove the environment, caches and grading state (never lessons/ or solutions/)
+clean:  ## remove the environment, caches and grading data (never lessons/ or solutions/)
 	rm -rf $(VENV) .pytest_cache .ruff_cache artifacts *.egg-info
-	find grader/state -mindepth 1 -not -name README.md -delete
+	rm -rf gradebook.db gradebook.db-journal submitted autograded feedback grades grading-logs term
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -54,7 +54,7 @@ from nbgrader.api import Gradebook
 
 from benchmarks.batch import add_batch_arguments, busy_cpu, load, submit
 from grader.course import REPO, nbgrader_config, select_lessons
-from grader.grading.supervisor import default_workers
+from grader.grading.running.supervisor import default_workers
 from tests.support import Course, make_course
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1's CPU accounting, where mounted

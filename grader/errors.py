@@ -65,3 +65,7 @@ def message(error: CourseError) -> str:
 
 class HubRefused(CourseError):
     """A hub step (release to the exchange, collect from it) that cannot run as configured."""
+
+
+class OldGradingData(CourseError):
+    """Grading data still in grader/state/, where earlier versions kept it: it must be moved first (grader.layout)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from pathlib import Path
 
 from traitlets.config import Config
@@ -42,11 +43,29 @@ def require_course_id(coursedir) -> None:
 
 
 def open_gradebook(db_url: str, course_id: str):
-    """nbgrader's `Gradebook` at `db_url`, to use as a context manager; created (by nbgrader) if missing."""
+    """nbgrader's `Gradebook` at `db_url`, to use as a context manager; created (by nbgrader) if missing.
+
+    A batch holds it open while its grading processes are forked (grader.grading.running.supervisor): a
+    forked process leaves the connections it inherits to this one (SQLAlchemy's `dispose(close=False)`),
+    so that none of them, a PostgreSQL connection above all, is closed or used from two processes.
+    """
     from nbgrader.api import Gradebook
 
     scripts_first_on_path()
-    return Gradebook(db_url, course_id)
+    gradebook = Gradebook(db_url, course_id)
+    _OPEN_ENGINES.add(gradebook.engine)
+    return gradebook
+
+
+_OPEN_ENGINES: weakref.WeakSet = weakref.WeakSet()
+
+
+def _leave_inherited_connections() -> None:
+    for engine in list(_OPEN_ENGINES):
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_leave_inherited_connections)
 
 
 def scripts_first_on_path() -> None:

@@ -2,12 +2,13 @@
 
 nbgrader's own folders are mapped onto the course layout instead of renaming the course:
 solutions/<lesson>/ is nbgrader's source, lessons/<lesson>/ its release, and everything grading
-writes lives in grader/state/ (grader/layout.py). What each command runs is in grader/pipeline.
+writes lives at the course's root, where nbgrader keeps it by default (grader/layout.py). What each
+command runs is in grader/pipeline.
 """
 
 from grader import pipeline
 from grader.course import REPO
-from grader.layout import GRADEBOOK, STATE_FOLDERS
+from grader.layout import AUTOGRADED, FEEDBACK, GRADEBOOK, SUBMITTED
 from grader.sandbox.limits import ONE_BLAS_THREAD
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
@@ -16,9 +17,9 @@ c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 c.CourseDirectory.root = str(REPO)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "lessons"
-c.CourseDirectory.submitted_directory = STATE_FOLDERS["submitted"]
-c.CourseDirectory.autograded_directory = STATE_FOLDERS["autograded"]
-c.CourseDirectory.feedback_directory = STATE_FOLDERS["feedback"]
+c.CourseDirectory.submitted_directory = SUBMITTED
+c.CourseDirectory.autograded_directory = AUTOGRADED
+c.CourseDirectory.feedback_directory = FEEDBACK
 # timeout= lets parallel graders wait for SQLite's write lock instead of failing with "database is locked".
 c.CourseDirectory.db_url = f"sqlite:///{REPO / GRADEBOOK}?timeout=60"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "collected.json"]
@@ -27,7 +28,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.GenerateAssignment.preprocessors = pipeline.release_steps()
 # The course's self-check builds each lesson's release in memory from solutions/ (a distribution
 # ships pristine copies instead): grader/student/originals.py.
-c.Originals.builder = "grader.authoring.release_in_memory.released_notebook"
+c.Originals.builder = "grader.authoring.release_in_memory.build_release"
 c.Autograde.sanitize_preprocessors = pipeline.sanitize_steps()
 c.Autograde.autograde_preprocessors = pipeline.autograde_steps()
 c.GenerateFeedback.preprocessors = pipeline.feedback_steps()
@@ -74,14 +75,14 @@ c.LimitOutput.max_lines = 1000  # lines of output kept per cell (nbgrader's defa
 # Feedback: only text, sanitised HTML and re-encoded images from the cells (grader/pipeline/clean_feedback.py),
 # and no page over 8 MiB.
 c.SafeFeedbackExporter.max_bytes = 8 * 1024**2
-# ---- the late policy (grader/grading/late.py): deadlines per lesson, extensions per student, and the
+# ---- the late policy (grader/grading/policy/late.py): deadlines per lesson, extensions per student, and the
 # penalty per started day late. Applied on every run to the stored scores and submission times (no
 # kernel runs again when it changes); nbgrader is given no due date. No deadline: never late.
 c.LatePenalty.percent_per_day = 10.0  # of the notebook's score, per started day late
 c.LatePenalty.max_percent = 100.0
 c.LatePolicy.deadlines = {}  # e.g. {"03-parallel-heads": "2026-12-01 23:59:00 UTC"}
 c.LatePolicy.extensions = {}  # e.g. {"03-parallel-heads": {"ada": 48}}: hours, per student
-# ---- the Canvas import CSV (grader/grading/canvas_csv.py): name each lesson's column as Canvas's own
+# ---- the Canvas import CSV (grader/grading/outputs/canvas_csv.py): name each lesson's column as Canvas's own
 # gradebook export heads the assignment, so that an import updates it rather than creating one.
 c.CanvasImport.columns = {}  # e.g. {"03-parallel-heads": "Lesson 3: parallel heads (123456)"}
 c.CanvasImport.per_exercise = False

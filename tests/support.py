@@ -29,7 +29,10 @@ from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import cell_roles
 from grader.course import REPO, SOLUTIONS, lesson_ids, nbgrader_config, reference_notebook
-from grader.grading.enrolment import enrol
+from grader.gradebook import open_gradebook
+from grader.grading.intake.enrolment import enrol
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.scores import add_scores
 from grader.layout import GRADEBOOK, Layout
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -92,7 +95,7 @@ class Course:
     def submit(self, lesson: str, submissions: dict[str, nbformat.NotebookNode]) -> None:
         """Put each student's notebook into nbgrader's submitted folder, and the student into the gradebook.
 
-        Grading's own collection adds the students before any job runs (grader.grading.roster); so
+        Grading's own collection adds the students before any job runs (grader.grading.intake.roster); so
         does this, for tests that hand their jobs to the supervisor directly.
         """
         layout = self.layout
@@ -100,7 +103,18 @@ class Course:
             path = layout.submitted_notebook(student, lesson)
             path.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, path)
-        enrol(self.db_url, self.course_id, submissions)
+        with open_gradebook(self.db_url, self.course_id) as gradebook:
+            enrol(gradebook, submissions)
+
+    def add_scores(self, jobs: list[Job], results: list[Result]) -> list[Result]:
+        """Each graded result of `jobs` with its points from the gradebook, as a batch reads them (the worker
+        returns none): for tests that hand their jobs to the supervisor or the worker directly."""
+        cells = {lesson: list(cell_roles.test_points(nbformat.read(self.release(lesson), as_version=4)))
+                 for lesson in {job.lesson for job in jobs}}
+        with open_gradebook(self.db_url, self.course_id) as gradebook:
+            for job, result in zip(jobs, results, strict=True):
+                add_scores(gradebook, job.lesson, result, cells[job.lesson])
+        return results
 
     def nbgrader(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
         """Run a plain `nbgrader` command in this course, as an instructor would."""
@@ -713,12 +727,12 @@ def _feedback_exporter(course: Path):
 
 def grade_rows(lesson: str, results, points: dict[str, float], *, roster: str = "", times: dict | None = None,
                lms_late: tuple[str, ...] = (), policy=None, overrides: dict | None = None, tmp: Path | None = None):
-    """grader.grading.grades rows for `results`, as a run would derive them: `roster` (CSV text) applied
+    """grader.grading.policy.grades rows for `results`, as a run would derive them: `roster` (CSV text) applied
     to a fresh people registry, `times` (student -> datetime) as the submissions' times."""
-    from grader.grading import grades, late
-    from grader.grading.collect import Submission
-    from grader.grading.people import People
-    from grader.grading.roster import Roster
+    from grader.grading.intake.collect import Submission
+    from grader.grading.intake.people import People
+    from grader.grading.intake.roster import Roster
+    from grader.grading.policy import grades, late
 
     people = People((tmp or Path("/nonexistent")) / "people.json")
     if roster:

@@ -28,12 +28,12 @@ CLASSES = (
     "grader.pipeline.repair_cells.RepairCells",
     "grader.pipeline.inject_trusted_checks.InjectTrustedChecks",
     "grader.pipeline.safe_feedback_page.SafeFeedbackExporter",
-    "grader.grading.supervisor.GradingProcesses",
-    "grader.grading.lms.DownloadFormats",
-    "grader.grading.late.LatePolicy",
-    "grader.grading.late.LatePenalty",
-    "grader.grading.canvas_csv.CanvasImport",
-    "grader.grading.similarity.SimilarityReport",
+    "grader.grading.running.supervisor.GradingProcesses",
+    "grader.grading.intake.lms.DownloadFormats",
+    "grader.grading.policy.late.LatePolicy",
+    "grader.grading.policy.late.LatePenalty",
+    "grader.grading.outputs.canvas_csv.CanvasImport",
+    "grader.grading.outputs.similarity.SimilarityReport",
     "grader.student.originals.Originals",
 )
 

@@ -55,7 +55,7 @@ from grader.authoring import dist_steps
 from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
 from grader.errors import DistributionRefused, NotReleased
 from grader.extras import LESSON_EXTRAS
-from grader.grading.late import LatePolicy
+from grader.grading.policy.late import LatePolicy
 from grader.student.layout import JUPYTER_CONFIG, LESSON_HELPERS
 
 GRADER = REPO / "grader"
@@ -78,7 +78,7 @@ def files_in(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and not IGNORED.search(p.as_posix()))
 
 
-def copied_files() -> dict[str, Path]:
+def verbatim_files() -> dict[str, Path]:
     """Distribution path -> course file, for every file shipped unchanged (lessons aside)."""
     files = {f"grader/{name}": GRADER / name for name in ("errors.py", "cell_roles.py", "safe_text.py")}
     files[LESSON_HELPERS.name] = LESSON_HELPERS
@@ -189,7 +189,7 @@ def readme(lessons: list[str]) -> str:
 
 def stale_lessons(lessons: list[str]) -> list[str]:
     """The lessons whose lessons/<id>/<id>.ipynb is missing or differs from a fresh in-memory release."""
-    from grader.authoring.release_in_memory import released_notebook
+    from grader.authoring.release_in_memory import build_release
 
     stale = []
     for lesson in lessons:
@@ -197,7 +197,7 @@ def stale_lessons(lessons: list[str]) -> list[str]:
         if not path.is_file():
             stale.append(lesson)
             continue
-        built, committed = released_notebook(lesson), nbformat.read(path, as_version=4)
+        built, committed = build_release(lesson), nbformat.read(path, as_version=4)
         if [(c.cell_type, c.source, c.metadata) for c in built.cells] != [
                 (c.cell_type, c.source, c.metadata) for c in committed.cells]:
             stale.append(lesson)
@@ -221,7 +221,7 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
         raise NotReleased(f"lessons/ is not the current release of {', '.join(stale)}: run `make release` first. If "
                           "anyone worked in lessons/ here, it refuses and names those notebooks; `make release "
                           "FORCE=1` then backs each up to lessons/<id>.backup-<date>.ipynb before replacing it")
-    files: dict[str, bytes] = {path: source.read_bytes() for path, source in copied_files().items()}
+    files: dict[str, bytes] = {path: source.read_bytes() for path, source in verbatim_files().items()}
     generated = {"nbgrader_config.py": config_module(), "requirements.txt": requirements(),
                  "requirements-torch.txt": torch_requirements(), "README.md": readme(lessons)}
     files |= {path: text.encode() for path, text in generated.items()}

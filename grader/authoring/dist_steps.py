@@ -24,13 +24,13 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.authoring.handouts import Handout, handouts
 from grader.course import lesson_ids
 from grader.errors import DistributionRefused, UnknownLesson
-from grader.grading.late import LatePolicy
+from grader.grading.policy.late import LatePolicy
 
 
 def parse(spec: str) -> list[str]:
@@ -75,15 +75,6 @@ def published(out: Path, manifest: str, releases: str) -> dict[str, dict[str, by
 
 # ---------------------------------------------------------------- never an open lesson's answers
 
-def closes(policy: LatePolicy, lesson: str) -> datetime | None:
-    """When `lesson` is closed for every student: its deadline plus its longest extension (None: no deadline)."""
-    deadline = utc(policy.deadline(lesson))
-    if deadline is None:
-        return None
-    hours = max((float(h or 0) for h in policy.extensions.get(lesson, {}).values()), default=0.0)
-    return deadline + timedelta(hours=max(hours, 0.0))
-
-
 @dataclass(frozen=True)
 class OpenAnswer:
     """A lesson about to be published that hands out a working answer to an exercise still open."""
@@ -127,7 +118,7 @@ def open_answers(lessons: list[str], policy: LatePolicy, now: datetime) -> list[
     now, found = utc(now), []
     for lesson in lessons:
         for handout in handouts(lesson):
-            closing = closes(policy, handout.lesson)
+            closing = policy.closes(handout.lesson)
             if closing is None or closing > now:
                 found.append(OpenAnswer(lesson, handout, closing))
     return found

@@ -7,7 +7,7 @@ from functools import partial
 from pathlib import Path
 
 from grader.authoring import release_guard
-from grader.authoring.release_in_memory import released_notebook
+from grader.authoring.release_in_memory import build_release
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import NotReleased
 from grader.gradebook import nbgrader_api
@@ -27,8 +27,8 @@ def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool =
     config = nbgrader_config(course)
     layout = Layout.of(config)
     worked = [layout.release_notebook(lesson) for lesson in lessons
-              if release_guard.is_work(layout.release_notebook(lesson), layout.state,
-                                       released=partial(released_notebook, lesson, config))]
+              if release_guard.is_work(layout.release_notebook(lesson), layout.releases,
+                                       released=partial(build_release, lesson, config))]
     if worked and not force:
         names = "\n".join(f"  {path}" for path in worked)
         raise NotReleased(f"not released: these notebooks differ from the release they would replace (someone "
@@ -47,7 +47,7 @@ def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool =
         result = api.generate_assignment(lesson, force=True, create=True)
         if not result["success"]:
             raise NotReleased(f"releasing {lesson} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
-        release_guard.record(layout.state, layout.release_notebook(lesson))
+        release_guard.record(layout.releases, layout.release_notebook(lesson))
         print(f"released {lesson}")
     return lessons
 

@@ -2,10 +2,11 @@
 
 `make release` replaces `lessons/<id>/<id>.ipynb` (nbgrader's generate_assignment deletes the whole
 lesson folder, `.ipynb_checkpoints` included). A notebook may be replaced only when it is the
-release it would replace: the bytes the last release wrote (their SHA-256 is recorded in the
-course's state, `releases.json`), or the bytes committed in git (a fresh clone), or, in a copy
-without git (a zip download), the very notebook a release of solutions/ makes now (built in memory,
-grader/authoring/release_in_memory.py), or no notebook at all. Anything else is someone's work:
+release it would replace: the bytes the last release wrote (their SHA-256 is recorded among
+the course's facts of the term, `term/releases.json`: grader.layout.Layout.releases), or the bytes
+committed in git (a fresh clone), or, in a copy without git (a zip download), the very notebook a
+release of solutions/ makes now (built in memory, grader/authoring/release_in_memory.py), or no
+notebook at all. Anything else is someone's work:
 releasing refuses, naming the file, unless `--force`, which first copies the notebook, and
 JupyterLab's checkpoint of it, to a dated backup next to the lesson folder
 (`lessons/<id>.backup-<YYYYMMDD-HHMMSS>.ipynb`), outside what a release or `make dist` touches.
@@ -24,27 +25,25 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-RECORD = "releases.json"
-
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def recorded(state: Path) -> dict[str, str]:
-    """notebook path -> SHA-256 of the bytes the last release wrote there."""
+def recorded(releases: Path) -> dict[str, str]:
+    """notebook path -> SHA-256 of the bytes the last release wrote there, as the record `releases` has it."""
     try:
-        return json.loads((state / RECORD).read_text())
+        return json.loads(releases.read_text())
     except (OSError, ValueError):
         return {}
 
 
-def record(state: Path, notebook: Path) -> None:
-    """Remember the bytes a release just wrote to `notebook`."""
-    known = recorded(state)
+def record(releases: Path, notebook: Path) -> None:
+    """Remember in the record `releases` the bytes a release just wrote to `notebook`."""
+    known = recorded(releases)
     known[str(notebook.resolve())] = _sha(notebook)
-    state.mkdir(parents=True, exist_ok=True)
-    (state / RECORD).write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+    releases.parent.mkdir(parents=True, exist_ok=True)
+    releases.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
 
 
 def _committed(notebook: Path) -> bool:
@@ -67,15 +66,15 @@ def _released_now(notebook: Path, released: Callable[[], NotebookNode]) -> bool:
         return False
 
 
-def is_work(notebook: Path, state: Path, released: Callable[[], NotebookNode] | None = None) -> bool:
+def is_work(notebook: Path, releases: Path, released: Callable[[], NotebookNode] | None = None) -> bool:
     """Whether replacing `notebook` would lose something: it exists and is not the release it would replace.
 
-    `released` makes the lesson's release in memory (release_in_memory.released_notebook): the notebook
+    `released` makes the lesson's release in memory (release_in_memory.build_release): the notebook
     is no one's work when it is that release, as in a copy of the course without git.
     """
     if not notebook.is_file():
         return False
-    if recorded(state).get(str(notebook.resolve())) == _sha(notebook) or _committed(notebook):
+    if recorded(releases).get(str(notebook.resolve())) == _sha(notebook) or _committed(notebook):
         return False
     return not (released is not None and _released_now(notebook, released))
 

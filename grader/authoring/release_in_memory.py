@@ -1,7 +1,7 @@
 """A lesson's student notebook exactly as `make release` makes it, built in memory from solutions/.
 
 The course's self-check takes its original locked cells from here (the course's nbgrader
-configuration names `released_notebook` as `Originals.builder`, grader/student/originals.py), and
+configuration names `build_release` as `Originals.builder`, grader/student/originals.py), and
 `make dist` uses it to refuse a stale lessons/.
 """
 
@@ -17,7 +17,7 @@ from traitlets.config import Config
 from grader.course import nbgrader_config, reference_notebook
 
 
-def released_notebook(lesson: str, config: Config | None = None) -> NotebookNode:
+def build_release(lesson: str, config: Config | None = None) -> NotebookNode:
     """The student notebook of `lesson` as released, written nowhere.
 
     The reference notebook goes through the course's `GenerateAssignment` preprocessors (solutions

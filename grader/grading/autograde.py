@@ -21,20 +21,22 @@ from grader import cell_roles
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import CannotGradeSafely, NotReleased
 from grader.gradebook import open_gradebook, require_course_id
-from grader.grading import gradelog, grades, late, lesson_reports, overrides, report
-from grader.grading.canvas_csv import CanvasImport
-from grader.grading.collect import Skipped, collect
-from grader.grading.enrolment import enrol
-from grader.grading.failure_detail import traceback_of
-from grader.grading.gradebook_check import check_gradebook
-from grader.grading.jobs import Job, Result
-from grader.grading.lms import DownloadFormats
-from grader.grading.people import registry
-from grader.grading.preflight import preflight
-from grader.grading.roster import Roster
-from grader.grading.similarity import SimilarityReport
-from grader.grading.supervisor import GradingProcesses, default_workers, supervise
-from grader.grading.worker import grade
+from grader.grading.intake.collect import Skipped, collect
+from grader.grading.intake.enrolment import enrol
+from grader.grading.intake.lms import DownloadFormats
+from grader.grading.intake.people import registry
+from grader.grading.intake.roster import Roster
+from grader.grading.outputs import gradelog, lesson_reports, report
+from grader.grading.outputs.canvas_csv import CanvasImport
+from grader.grading.outputs.similarity import SimilarityReport
+from grader.grading.policy import grades, late, overrides
+from grader.grading.running.failure_detail import traceback_of
+from grader.grading.running.gradebook_check import check_gradebook
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.preflight import preflight
+from grader.grading.running.scores import add_scores, has_grades
+from grader.grading.running.supervisor import GradingProcesses, default_workers, supervise
+from grader.grading.running.worker import grade
 from grader.layout import Layout
 from grader.pipeline.guarded_execute import GuardedExecute
 from grader.sandbox.bwrap import SandboxUnavailable, probe
@@ -50,7 +52,7 @@ class Batch:
     grades: Path  # the grades CSV
     plot: Path | None  # the score distribution PNG (None when nothing was graded)
     seconds: float
-    rows: list[grades.Row]  # the lesson's grades, every student (grader.grading.grades)
+    rows: list[grades.Row]  # the lesson's grades, every student (grader.grading.policy.grades)
 
 
 def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster: Path | None = None,
@@ -61,17 +63,17 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
          executor: Executor | None = None, progress: TextIO = sys.stderr, out: TextIO = sys.stdout) -> Batch:
     """Grade every submission of `lesson`, then rebuild every output of the lesson from all the term's facts.
 
-    The facts (grader.grading.grades): the notebooks downloaded from an LMS to `source` (a folder or
-    a .zip; grader.grading.collect keeps every one as an attempt) and those in nbgrader's submitted
+    The facts (grader.grading.policy.grades): the notebooks downloaded from an LMS to `source` (a folder or
+    a .zip; grader.grading.intake.collect keeps every one as an attempt) and those in nbgrader's submitted
     folder; the people registry with the roster (`roster` replaces the one remembered;
-    grader.grading.people); the late policy as configured now; the instructor's overrides and hand
+    grader.grading.intake.people); the late policy as configured now; the instructor's overrides and hand
     edits. Every run writes the grades CSV, the LMS import files, the overview, the feedback bundle
     and the similarity report for all of them, and lists every total that changed since the last
     run and why; a policy change needs no kernel.
 
-    Each submission is graded by `grader.grading.worker.grade`, each kernel in the sandbox
+    Each submission is graded by `grader.grading.running.worker.grade`, each kernel in the sandbox
     (grader.sandbox): by default in `workers` grading processes of this machine (default:
-    GradingProcesses.workers, one more than the cores; grader.grading.supervisor), each submission
+    GradingProcesses.workers, one more than the cores; grader.grading.running.supervisor), each submission
     stopped after `job_timeout` seconds (default: GuardedExecute.notebook_timeout plus
     GradingProcesses.job_timeout_margin) so that none can hold up the batch. Any
     `concurrent.futures.Executor` whose workers are processes that see this course's files and
@@ -88,6 +90,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     """
     [lesson] = select_lessons([lesson])
     started = time.monotonic()
+    config = nbgrader_config(course)
+    layout = Layout.of(config)  # grading data left in grader/state/: refused here, before anything runs
     if not unsafe_no_sandbox:
         try:
             probe()
@@ -95,54 +99,56 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
             raise CannotGradeSafely(f"cannot grade safely: {error}.\nGrading runs every submission in a sandbox; to "
                                     "grade without it anyway (the kernels can then change grades), pass "
                                     "--unsafe-no-sandbox.") from None
-    config = nbgrader_config(course)
     preflight(course, lesson, config, sandbox=not unsafe_no_sandbox)  # a broken spec or sandbox: refused here
     coursedir = CourseDirectory(config=config)
-    layout = Layout.of(config)
     release = layout.release_notebook(lesson)
     require_course_id(coursedir)
-    check_gradebook(coursedir.db_url)
-    with open_gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
-        try:
-            gradebook.find_assignment(lesson)
-        except MissingEntry:
-            raise NotReleased(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
     if not release.is_file():
         raise NotReleased(f"{release} is missing: run `make release LESSON={lesson}` first")
     released = nbformat.read(release, as_version=4)
     points, labels = cell_roles.test_points(released), cell_roles.exercise_labels(released)
 
     table = Roster.read(roster) if roster is not None else None
-    with registry(layout.people) as people:
-        roster_changes = people.apply_roster(table) if table is not None else None
-        collected = collect(lesson, layout.submitted, layout.attempts, source, people=people, now=now,
-                            formats=DownloadFormats(config=config).formats, forced=download_format,
-                            replace_edits=replace_edits)
-    enrol(coursedir.db_url, coursedir.course_id, collected.students,
-          {p.id: (p.name, p.email) for p in people.persons.values()})
+    # The gradebook, opened once for the batch: checked, the lesson looked up, the students enrolled, which
+    # of them already have grades, and each submission's points as its result comes in (no worker opens it).
+    with open_gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
+        check_gradebook(gradebook)
+        try:
+            gradebook.find_assignment(lesson)
+        except MissingEntry:
+            raise NotReleased(f"{lesson} is not in the gradebook: run `make release LESSON={lesson}` first") from None
+        with registry(layout.people) as people:
+            roster_changes = people.apply_roster(table) if table is not None else None
+            collected = collect(lesson, layout.submitted, layout.attempts, source, people=people, now=now,
+                                formats=DownloadFormats(config=config).formats, forced=download_format,
+                                replace_edits=replace_edits)
+        enrol(gradebook, collected.students, {p.id: (p.name, p.email) for p in people.persons.values()})
+        ungraded = {student for student in collected.students if not has_grades(gradebook, lesson, student)}
 
-    jobs = make_jobs(course, lesson, collected.students, force=force or regrade, timeout=timeout,
-                     memory_limit=memory_limit, sandbox=not unsafe_no_sandbox)
-    processes = GradingProcesses(config=config)
-    if job_timeout is None:
-        notebook_limit = GuardedExecute(config=config).notebook_timeout
-        job_timeout = notebook_limit + processes.job_timeout_margin if notebook_limit else math.inf
-    workers = max(1, min(workers or processes.workers or default_workers(), len(jobs) or 1))
-    log = layout.log(lesson)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
+        jobs = make_jobs(course, lesson, collected.students, force=force or regrade, ungraded=ungraded,
+                         timeout=timeout, memory_limit=memory_limit, sandbox=not unsafe_no_sandbox)
+        processes = GradingProcesses(config=config)
+        if job_timeout is None:
+            notebook_limit = GuardedExecute(config=config).notebook_timeout
+            job_timeout = notebook_limit + processes.job_timeout_margin if notebook_limit else math.inf
+        workers = max(1, min(workers or processes.workers or default_workers(), len(jobs) or 1))
+        log = layout.log(lesson)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        bar = report.Progress(len(jobs), points, stream=progress, label=lesson)
 
-    def done(result: Result) -> None:
-        bar.update(result)
-        gradelog.append(log, lesson, result, points)
+        def done(result: Result) -> None:
+            add_scores(gradebook, lesson, result, points)
+            bar.update(result)
+            gradelog.append(log, lesson, result, points)
 
-    if not jobs:
-        results = []
-    elif executor is None:
-        results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done, settings=processes)
-    else:
-        results = _run(jobs, executor, done)
-    bar.close()
+        if not jobs:
+            results = []
+        elif executor is None:
+            results = supervise(jobs, workers=workers, job_timeout=job_timeout, log=log, done=done,
+                                settings=processes)
+        else:
+            results = _run(jobs, executor, done)
+        bar.close()
 
     rows = grades.build(lesson, results, points, people=people, submissions=collected.submissions,
                         policy=late.LatePolicy(config=config), penalty=late.LatePenalty(config=config),
@@ -169,10 +175,14 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     return Batch(lesson, results, collected.skipped, csv_path, plot if graded else None, seconds, rows)
 
 
-def make_jobs(course: Path, lesson: str, students: list[str], **options) -> list[Job]:
-    """One Job per student, with `options` (Job's fields), all marked with a run id of their own (Job.run)."""
+def make_jobs(course: Path, lesson: str, students: list[str], *, force: bool = False,
+              ungraded: set[str] = frozenset(), **options) -> list[Job]:
+    """One Job per student, with `options` (Job's fields), all marked with a run id of their own (Job.run);
+    forced (run again even when graded since it changed) when `force`, or for the students `ungraded` (whose
+    grades the gradebook does not hold)."""
     run = uuid.uuid4().hex
-    return [Job(str(Path(course).resolve()), lesson, student, run=run, **options) for student in students]
+    return [Job(str(Path(course).resolve()), lesson, student, force=force or student in ungraded, run=run, **options)
+            for student in students]
 
 
 def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:

@@ -43,8 +43,8 @@ from nbgrader.utils import parse_utc
 
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import HubRefused
-from grader.grading.collect import MAX_ENTRY
-from grader.grading.ids import CLOCK_SKEW, student_id
+from grader.grading.intake.collect import MAX_ENTRY
+from grader.grading.intake.ids import CLOCK_SKEW, normalised_id
 from grader.hub import settings
 from grader.layout import Layout
 from grader.safe_text import for_terminal
@@ -101,7 +101,7 @@ def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = N
         if len(parts) < 3 or parts[1] != lesson:
             continue
         user, claimed = parts[0], parts[2]
-        if student_id(user) != user:
+        if normalised_id(user) != user:
             result.refused.append((name, f"the hub user name {user!r} is not a course student id (lowercase ASCII "
                                          "letters, digits and underscores)"))
             continue
@@ -154,7 +154,7 @@ def main(*, lesson: str, course: Path = REPO, exchange: Path | None = None, cour
     exchange = exchange or settings.exchange_root()
     course_id = course_id or settings.course_id()
     layout = Layout.of(nbgrader_config(course))
-    staging_root = layout.state / "hub-exchange"
+    staging_root = layout.hub_staging
     shutil.rmtree(staging_root, ignore_errors=True)
     staging = staging_root / course_id / "inbound"
     staging.mkdir(parents=True, mode=0o700)

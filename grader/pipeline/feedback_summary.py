@@ -23,7 +23,6 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import jinja2
@@ -58,7 +57,8 @@ class FeedbackSummary:
     """What the top of one student's feedback page says about their grade.
 
     `points` are before the penalty, `final` after it; `lateness` is a phrase such as "on time",
-    "late 1 d 2 h" or "marked late by the LMS" (`describe_lateness` makes one).
+    "late 1 d 2 h" or "marked late by the LMS" (grader.grading.policy.late.Lateness.status, the one place
+    that decides and words lateness).
     """
 
     student_name: str
@@ -135,40 +135,3 @@ def write_summary(page: Path, summary: FeedbackSummary) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-
-
-def describe_lateness(late_by: timedelta | None, *, extension: timedelta | None = None,
-                      marked_late_by_lms: bool = False) -> str:
-    """The "Handed in" phrase of a summary.
-
-    `late_by` is the time after the deadline in force (the lesson's, plus any extension), zero or
-    negative when on time, None when the lesson has no deadline; `extension` is the extension
-    granted, if any; `marked_late_by_lms` says the LMS flagged the submission late (Canvas's
-    `LATE_`). E.g. "on time", "late 1 d 2 h", "late 3 h 5 min (after an extension of 2 d)",
-    "on time (with an extension of 2 d; marked late by the LMS)", "marked late by the LMS".
-    """
-    notes = []
-    if extension and extension > timedelta(0):
-        notes.append(f"{'after' if late_by and late_by > timedelta(0) else 'with'} an extension of "
-                     f"{duration(extension)}")
-    if late_by is None:
-        if not marked_late_by_lms:
-            return "on time" + (f" ({notes[0]})" if notes else "")
-        return "marked late by the LMS" + (f" ({notes[0]})" if notes else "")
-    if late_by > timedelta(0):
-        return f"late {duration(late_by)}" + (f" ({'; '.join(notes)})" if notes else "")
-    if marked_late_by_lms:
-        notes.append("marked late by the LMS")
-    return "on time" + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def duration(span: timedelta) -> str:
-    """A positive span as its two largest units, minutes rounded up: "1 d 2 h", "3 h 5 min", "1 min"."""
-    minutes = max(1, math.ceil(span.total_seconds() / 60))
-    days, minutes = divmod(minutes, 24 * 60)
-    hours, minutes = divmod(minutes, 60)
-    if days:
-        return f"{days} d {hours} h" if hours else f"{days} d"
-    if hours:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    return f"{minutes} min"

@@ -55,7 +55,7 @@ from grader.sandbox.limits import KernelLimits
 from grader.student.layout import LESSON_HELPERS
 
 # `ename` of the error outputs put in the cell that was running when the kernel died or was stopped,
-# and in the cells after it; grader.grading.triage reads them back to flag the submission.
+# and in the cells after it; grader.grading.running.triage reads them back to flag the submission.
 KERNEL_DIED = "KernelDied"
 NOT_RUN = "NotRun"
 OUTPUT_CAPPED = "OutputLimit"

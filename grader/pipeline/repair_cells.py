@@ -7,7 +7,7 @@ or grades what it should refuse:
 
 - every cell lost its nbgrader metadata (the notebook was re-saved by an editor that drops it):
   if the cells still line up one to one with the released notebook, the release's metadata is
-  put back by position; otherwise grading fails with that reason (grader.grading.triage reports it);
+  put back by position; otherwise grading fails with that reason (grader.grading.running.triage reports it);
 - a cell whose grade_id the gradebook does not know (a test cell pasted from another lesson, a
   made-up "bonus" cell), or nbgrader metadata without a grade_id: nbgrader 0.9 raises a KeyError
   and scores nothing; here the cell loses its nbgrader metadata and runs as an ordinary cell;
@@ -15,7 +15,7 @@ or grades what it should refuse:
   "Inconsistent checksums"; here the cell's role (grade, solution, task, locked) is put back from
   the gradebook before anything else is compared;
 - stripped metadata with cells that do not line up with the release: refused with that reason,
-  as `python -m grader autograde` refuses it (grader.grading.triage), so both paths agree;
+  as `python -m grader autograde` refuses it (grader.grading.running.triage), so both paths agree;
 - a cell pasted in JupyterLab (an exact copy of an answer or test cell, nbgrader metadata and all):
   nbgrader's DeduplicateIds empties the copy's metadata, and OverwriteCells then raises a KeyError;
   here the copy runs as an ordinary cell and costs nothing;

@@ -2,7 +2,7 @@
 
 The grader records in a graded notebook's metadata how it was graded (`graded_without_sandbox`,
 `graded_without_cgroup`, `graded_as_grader_uid`) and the trusted checks' verdicts (`trusted_checks`,
-in the notebook's and in each test cell's metadata); grader.grading.triage turns the first three into
+in the notebook's and in each test cell's metadata); grader.grading.running.triage turns the first three into
 the flags, the CSV's columns and the summary's `UNSAFE:`/`WEAKER:` lines. A submission is the
 student's file: a key of these in it would pass for the grader's. They are removed before anything
 runs, so that only the grading of this run can set them.

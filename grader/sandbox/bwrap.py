@@ -140,7 +140,7 @@ class Sandbox:
             args += ["--size", "4096", "--perms", "0555", "--tmpfs", "/proc/pressure"]
         if self.connection:
             args += ["--perms", "0644", "--file", str(_data_fd(self.connection, fds)), CONNECTION_FILE]
-        for name, source in copied_files(cwd, self.course_files):
+        for name, source in workdir_files(cwd, self.course_files):
             fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
             fds.append(fd)
             args += ["--perms", "0644", "--file", str(fd), f"{WORKDIR}/{name}"]
@@ -200,7 +200,7 @@ def traversable_parents(path: str) -> list[str]:
     return options
 
 
-def copied_files(cwd: str | None, course_files: dict[str, str] | None = None) -> list[tuple[str, str]]:
+def workdir_files(cwd: str | None, course_files: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """(name, path) of the files copied into the sandbox's working directory.
 
     The regular files of the notebook's folder `cwd`: links, folders, files over MAX_COPIED_FILE

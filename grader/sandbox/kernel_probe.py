@@ -6,7 +6,7 @@ lines of Python instead of ipykernel: read the connection file, bind a socket wh
 would be, find the packages a kernel imports, and answer the grader, who connects to that socket
 from outside through the sandbox's root as it does for a kernel. It returns "" when all of that
 worked, else what failed and what the sandbox wrote on stderr (bounded, one inert line). It takes
-a small fraction of a kernel's start, so every batch can afford it (grader/grading/preflight.py).
+a small fraction of a kernel's start, so every batch can afford it (grader/grading/running/preflight.py).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ from traitlets.config import Config
 from grader import cell_roles as nbmeta
 from grader.errors import UsageError
 from grader.student.layout import LESSONS, ROOT, nbgrader_config, select_lessons, student_notebook, with_lesson_helpers
-from grader.student.originals import released_notebook
+from grader.student.originals import original_notebook
 from grader.student.unsaved import last_unsaved_run
 
 PASSED = "passed"
@@ -202,7 +202,7 @@ def check_notebook(lesson: str, notebook: Path, *, config: Config | None = None)
     except Exception as error:  # any unreadable file is reported, not raised
         return LessonCheck(lesson, notebook, problem=f"cannot read {notebook}: {error}")
     unsaved = last_unsaved_run(nb, saved_at=notebook.stat().st_mtime)
-    released = released_notebook(lesson, config)
+    released = original_notebook(lesson, config)
     restored, deleted, edited = restore_locked_cells(nb, released)
     config = copy.deepcopy(config)
     # The kernel's start-up log ("running over TCP without encryption") is noise for a student. A

@@ -36,7 +36,7 @@ class Originals(Configurable):
         return pristine(lesson)
 
 
-def released_notebook(lesson: str, config: Config | None = None) -> NotebookNode:
+def original_notebook(lesson: str, config: Config | None = None) -> NotebookNode:
     """The notebook of `lesson` exactly as released, as `config` (default: this copy's) says to find it."""
     return Originals(config=config if config is not None else layout.nbgrader_config()).notebook(lesson)
 

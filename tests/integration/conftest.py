@@ -4,7 +4,7 @@
 (tests/fixtures/cheats/<lesson>.toml) of every lesson in one batch: under `make test` each lesson's
 core four (the reference, the untouched release, one common mistake, one cheat), and all of them
 when the session runs any exhaustive test (`make test-all`). It grades with the course's own grader
-(grader.grading.supervisor, one more at a time than there are cores), once per test session; the
+(grader.grading.running.supervisor, one more at a time than there are cores), once per test session; the
 round trip and the cheat suite both read it. Both are built once for all xdist workers, usually in
 the background while the first tests run (tests/integration/shared_batch.py).
 """

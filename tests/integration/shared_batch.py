@@ -23,8 +23,8 @@ from filelock import FileLock
 
 from grader.course import REPO, lesson_ids
 from grader.extras import missing_extras
-from grader.grading.jobs import Job, Result
-from grader.grading.supervisor import supervise
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.supervisor import supervise
 from tests.support import (
     Course,
     build,
@@ -147,7 +147,7 @@ def grade_batch(course: Course, folder: Path, every: bool = True, lessons: list[
     folder.mkdir()
     log = folder / "workers.log"
     # One grading process per core, not the grader's one more: the xdist workers keep the cores busy meanwhile.
-    results = supervise(jobs, workers=os.cpu_count() or 2, job_timeout=600, log=log)
+    results = course.add_scores(jobs, supervise(jobs, workers=os.cpu_count() or 2, job_timeout=600, log=log))
     return Graded(course, {(job.lesson, job.student): result for job, result in zip(jobs, results, strict=True)})
 
 

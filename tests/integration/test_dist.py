@@ -83,8 +83,8 @@ def test_reference_answers_pass_and_make_submit_writes_what_the_instructor_colle
     [handed_in] = list((student / "submissions").iterdir())
     assert handed_in.read_bytes() == path.read_bytes()
 
-    from grader.grading import collect  # the instructor's side, in the course repository
-    from grader.grading.people import People
+    from grader.grading.intake import collect  # the instructor's side, in the course repository
+    from grader.grading.intake.people import People
 
     collected = collect.collect(LESSON, tmp_path / "submitted", tmp_path / "attempts", student / "submissions",
                                 people=People(tmp_path / "people.json"))

@@ -22,7 +22,7 @@ GRADER = REPO / "grader"
 
 
 def test_every_file_of_code_is_a_course_file_byte_for_byte(distribution):
-    copied = dist.copied_files()
+    copied = dist.verbatim_files()
     course_student = {p.name for p in dist.files_in(GRADER / "student")}
     assert {"cli.py", "commands.mk"} <= course_student
     assert {Path(p).name for p in copied if p.startswith("grader/student/")} == course_student
@@ -67,7 +67,8 @@ def test_the_student_commands_are_the_course_commands_that_run_student_code():
     student = {name: module for name, module in course_cli.COMMANDS.items() if module.startswith("grader.student.")}
     assert student == cli.COMMANDS == {"lab": "grader.student.lab", "check": "grader.student.check",
                                        "submit": "grader.student.submit"}
-    assert {"release", "reference", "autograde", "override", "dist", "hub-release", "hub-collect"} == \
+    assert {"release", "reference", "autograde", "override", "move-grading-data", "dist", "hub-release",
+            "hub-collect"} == \
         set(course_cli.COMMANDS) - set(student)
 
 

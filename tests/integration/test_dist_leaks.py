@@ -2,7 +2,8 @@
 
 Secret here means: a solution or hidden-test line of a reference notebook (`secret_lines`), a line of
 a trusted spec or of the trusted-check machinery that the released lessons and the student code do
-not show anyway, an nbgrader region marker, a gradebook (by name or by SQLite's file header), and
+not show anyway, an nbgrader region marker, a gradebook (by name or by SQLite's file header), any
+of the course's grading data (grader.layout.GRADING_DATA: submissions, grades, logs, the term's facts), and
 any instructor file or command (solutions/, specs, fixtures, release/reference/autograde/dist).
 """
 
@@ -19,12 +20,14 @@ import pytest
 
 from grader.authoring import dist
 from grader.course import LESSONS, REPO, checks_file, lesson_ids
+from grader.layout import GRADING_DATA
 from tests.support import may_show, reference_answers, secret_lines
 
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS|BEGIN MARK SCHEME|BEGIN MARKED")
 TRUSTED = REPO / "grader" / "trusted"
 FORBIDDEN_PATHS = re.compile(r"(^|/)(solutions|specs|trusted|fixtures|grading|authoring|pipeline|state)(/|$)"
-                             r"|gradebook|\.db$|\.sqlite$|(^|/)submissions/")
+                             r"|gradebook|\.db$|\.sqlite$|(^|/)submissions/"
+                             rf"|^({'|'.join(map(re.escape, GRADING_DATA))})(/|$)")
 INSTRUCTOR_WORDS = re.compile(r"\bgrader (release|reference|autograde|dist)\b|^(release|reference|autograde|dist):",
                               re.M)
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -32,7 +35,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def public_text() -> str:
     """What the distribution may show by design: the released lessons and the course's student code."""
-    files = [p for p in LESSONS.rglob("*") if p.is_file()] + list(dist.copied_files().values())
+    files = [p for p in LESSONS.rglob("*") if p.is_file()] + list(dist.verbatim_files().values())
     return "\n".join(readable(p.read_bytes(), p.suffix == ".ipynb") for p in files)
 
 
@@ -134,7 +137,7 @@ def _plant_in_notebook(path: Path, source: str) -> None:
 
 
 @pytest.mark.parametrize("plant", ["solution line", "hidden-test line", "spec line", "marker", "gradebook",
-                                   "solutions folder", "instructor command", "reference answer"])
+                                   "grading data", "solutions folder", "instructor command", "reference answer"])
 def test_the_scan_finds_a_planted_secret(copy, plant):
     lesson = "03-parallel-heads"
     if plant == "solution line":
@@ -147,6 +150,9 @@ def test_the_scan_finds_a_planted_secret(copy, plant):
         (copy / "README.md").write_text((copy / "README.md").read_text() + "\n### BEGIN SOLUTION\n")
     elif plant == "gradebook":
         (copy / "grades.bin").write_bytes(SQLITE_HEADER + b"\0" * 100)
+    elif plant == "grading data":
+        (copy / "term").mkdir()
+        (copy / "term" / "people.json").write_text("{}\n")
     elif plant == "solutions folder":
         (copy / "solutions").mkdir()
         (copy / "solutions" / "README.md").write_text("nothing yet\n")

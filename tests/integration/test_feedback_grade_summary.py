@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from grader import cell_roles
-from grader.pipeline.feedback_summary import NOTEBOOK, SLOT, FeedbackSummary, describe_lateness, write_summary
+from grader.grading.policy.late import Lateness
+from grader.pipeline.feedback_summary import NOTEBOOK, SLOT, FeedbackSummary, write_summary
 from tests.support import expected_scores, variants
 
 TOC = re.compile(r'<li><a href="#([^"]+)">([^<]*)</a> \(Score: ([\d.]+) / ([\d.]+)\)</li>')
@@ -36,7 +37,7 @@ def test_a_generated_page_names_the_lessons_exercises_and_takes_a_summary(graded
     shutil.copy(generated, copy)
     total, full = sum(scores.values()), sum(cell_roles.test_points(released).values())
     summary = FeedbackSummary("Ada Lovelace", "reference", lesson, total, full,
-                              describe_lateness(timedelta(hours=26)), 1.5, total - 1.5)
+                              Lateness(seconds=timedelta(hours=26).total_seconds()).status(), 1.5, total - 1.5)
     write_summary(copy, summary)
     done = copy.read_text(encoding="utf-8")
     heading = re.search(r"<h1>([^<]*)</h1>", done[done.index(SLOT):]).group(1)

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.api import Gradebook
 
 from grader.grading.autograde import main as autograde
-from grader.grading.jobs import Job
-from grader.grading.triage import FLAGS
-from grader.grading.worker import grade
+from grader.grading.running.jobs import Job
+from grader.grading.running.triage import FLAGS
+from grader.grading.running.worker import grade
 from grader.student.submission_names import SUBMISSION_TIME_FORMAT, submission_filename
 from tests.support import FIXTURES, Course, batch_scores, build_notebook, exercise, make_course, points_of, secret_lines
 
@@ -191,15 +192,25 @@ def test_score_plot_is_written(batch):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_rerun_regrades_only_what_changed_on_any_executor(batch, tmp_path):
+def test_rerun_regrades_only_what_changed_on_any_executor(batch, tmp_path, monkeypatch):
     """Idempotent re-runs, through an executor passed in (here a spawn-started process pool, as a
-    Dask cluster's executor would be): nothing changed, nothing is re-run; a new attempt is."""
+    Dask cluster's executor would be): nothing changed, nothing is re-run; a new attempt is. Each batch
+    opens the gradebook once (its workers, in processes of their own here, never open it themselves)."""
+    opened = []
+    open_it = Gradebook.__init__
+
+    def counted(self, *args, **kwargs) -> None:
+        opened.append(args[0] if args else kwargs["db_url"])
+        open_it(self, *args, **kwargs)
+
+    monkeypatch.setattr(Gradebook, "__init__", counted)
     course, before = batch.course, read_grades(batch.course)
     stamps = {student: (batch.state("autograded", student) / f"{LESSON}.ipynb").stat().st_mtime_ns
               for student, row in before.items() if row["status"] == "graded"}
     out = io.StringIO()
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as executor:
         again = autograde(lesson=LESSON, course=course.root, executor=executor, progress=io.StringIO(), out=out)
+        assert len(opened) == 1, opened
         assert all(o.cached for o in again.results if o.status == "graded")
         assert read_grades(course) == before
         assert stamps == {student: (batch.state("autograded", student) / f"{LESSON}.ipynb").stat().st_mtime_ns
@@ -214,9 +225,11 @@ def test_rerun_regrades_only_what_changed_on_any_executor(batch, tmp_path):
                           progress=io.StringIO(), out=out)
         regraded = [o.student for o in third.results if o.status == "graded" and not o.cached]
         assert regraded == ["untouched"]
+        assert len(opened) == 2, opened  # once more, for the second batch
         assert read_grades(course)["untouched"]["total"] == f"{sum(points_of(batch.release).values()):g}"
 
-        forced = executor.submit(grade, Job(str(course.root), LESSON, "reference", force=True,
-                                            timeout=TIMEOUT, memory_limit=MEMORY_GIB * 1024**3)).result()
-        assert forced.status == "graded" and not forced.cached
+        job = Job(str(course.root), LESSON, "reference", force=True, timeout=TIMEOUT, memory_limit=MEMORY_GIB * 1024**3)
+        forced = executor.submit(grade, job).result()
+        assert forced.status == "graded" and not forced.cached and not forced.scores  # the batch reads them
+        course.add_scores([job], [forced])
         assert forced.scores == expected("reference", batch.release)

@@ -25,7 +25,7 @@ import pytest
 
 from grader import cell_roles
 from grader.course import REPO, reference_notebook
-from grader.layout import GRADEBOOK, STATE
+from grader.layout import GRADEBOOK, GRADES, GRADING_LOGS
 from tests.support import FIXTURES, Variant, build
 
 pytestmark = pytest.mark.more_cases  # a Canvas download, a roster, late work and a regrade
@@ -104,7 +104,7 @@ def day(tmp_path_factory):
 
 
 def grades_dir(root: Path) -> Path:
-    return root / STATE / "grades"
+    return root / GRADES
 
 
 def grades(root: Path) -> dict[str, dict[str, str]]:
@@ -154,7 +154,7 @@ def test_the_similarity_report_finds_the_planted_copy_and_no_honest_pair(day):
 
 def test_the_log_holds_one_line_per_submission(day):
     root, _, _ = day
-    log = (root / STATE / "logs" / f"{LESSON}.log").read_text()
+    log = (root / GRADING_LOGS / f"{LESSON}.log").read_text()
     lines = [line.split("\t") for line in log.splitlines() if re.match(r"\d{4}-\d\d-\d\dT[\d:]+Z\t", line)]
     assert sorted(fields[1] for fields in lines) == sorted(["ada", "grace", "eve", "alan"] * 2)  # two batches
     assert all(fields[2] == LESSON and fields[4].startswith("graded") and float(fields[5]) > 0 for fields in lines)

@@ -21,8 +21,8 @@ import pytest
 
 from grader.course import lesson_ids
 from grader.extras import missing_extras
-from grader.grading.jobs import Job, Result
-from grader.grading.supervisor import supervise
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.supervisor import supervise
 from grader.layout import GRADEBOOK
 from tests.support import Course, build, mistake, variants
 
@@ -68,7 +68,7 @@ def full_size(course, tmp_path_factory) -> FullSize:
         names = graded_both_ways(lesson)
         copy.submit(lesson, {v.name: build(lesson, release, v) for v in variants(lesson) if v.name in names})
         jobs += [Job(str(copy.root), lesson, name, force=True) for name in names]
-    results = supervise(jobs, workers=2, job_timeout=600, log=copy.root / "workers.log")
+    results = copy.add_scores(jobs, supervise(jobs, workers=2, job_timeout=600, log=copy.root / "workers.log"))
     return FullSize(copy, {(job.lesson, job.student): result for job, result in zip(jobs, results, strict=True)})
 
 

@@ -26,8 +26,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.grading import autograde, overrides
-from grader.layout import GRADEBOOK, STATE
+from grader.grading import autograde
+from grader.grading.policy import overrides
+from grader.layout import GRADEBOOK, GRADES, SUBMITTED
 from tests.support import COUNT_SANDBOXED_KERNELS, Course, Variant, build, mistake
 
 LESSON = "01-single-head"
@@ -110,18 +111,18 @@ class Term:
         return out.getvalue(), batch
 
     def grades(self) -> list[str]:
-        return (self.root / STATE / "grades" / f"{LESSON}.csv").read_text().splitlines()
+        return (self.root / GRADES / f"{LESSON}.csv").read_text().splitlines()
 
     def canvas(self) -> list[str]:
-        return (self.root / STATE / "grades" / f"{LESSON}-canvas.csv").read_text().splitlines()
+        return (self.root / GRADES / f"{LESSON}-canvas.csv").read_text().splitlines()
 
     def outputs(self) -> dict[str, bytes]:
-        folder = self.root / STATE / "grades"
+        folder = self.root / GRADES
         return {name: (folder / name).read_bytes() for name in
                 (f"{LESSON}.csv", f"{LESSON}-canvas.csv", f"{LESSON}-moodle.csv")}
 
     def submitted(self, student: str) -> Path:
-        return self.root / STATE / "submitted" / student / LESSON / f"{LESSON}.ipynb"
+        return self.root / SUBMITTED / student / LESSON / f"{LESSON}.ipynb"
 
 
 def damage(archive: Path, entry: str) -> None:

@@ -196,7 +196,7 @@ def hostile(request, tmp_path_factory) -> Hostile:
     token = secrets.token_hex(8)
     planted = {where: f"SECRET-{where}-{secrets.token_hex(8)}" for where in ("state", "root", "tmp", "env", "home",
                                                                              "honest", "keyring")}
-    state = course.layout.state
+    state = course.layout.term
     state.mkdir(parents=True, exist_ok=True)
     (state / "canary.txt").write_text(planted["state"])
     (course.root / "canary.txt").write_text(planted["root"])

@@ -102,7 +102,7 @@ def batch():
 def grade(root: Path, home: Path, uid: int, wrapper: list[str]) -> dict:
     course = make_course(root / "course", cell_timeout=CELL_TIMEOUT, lessons=[LESSON])
     token = secrets.token_hex(8)
-    state = course.layout.state
+    state = course.layout.term
     state.mkdir(parents=True, exist_ok=True)
     (state / "canary.txt").write_text(f"SECRET-state-{token}")
     values = {"token": token, "course": str(course.root), "state": str(state), "home": str(home), "repo": str(REPO),

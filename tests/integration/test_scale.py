@@ -36,7 +36,7 @@ from tests.support import Course, build, expected_scores, make_course, variants
 pytestmark = pytest.mark.same_verdicts  # the same scores on a Dask cluster and in PostgreSQL
 
 LESSON = "03-parallel-heads"
-# student id -> the fixture of submissions.toml handed in (ids have no hyphen: grader.grading.collect)
+# student id -> the fixture of submissions.toml handed in (ids have no hyphen: grader.grading.intake.collect)
 STUDENTS = {"reference": "reference", "not_scaled": "mistake-scores-not-scaled",
             "no_transpose": "mistake-split-without-transpose"}
 CELL_TIMEOUT = 30  # seconds per cell, as in grading

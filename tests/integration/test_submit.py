@@ -1,7 +1,7 @@
 """`make submit`: the lesson notebook alone, named so that the instructor's collect step takes it.
 
 The name must parse with `grader.student.submission_names.SUBMISSION_REGEXP` back into the student id, the time and
-the lesson's notebook, and the instructor's `grader.grading.collect` must file it under that student.
+the lesson's notebook, and the instructor's `grader.grading.intake.collect` must file it under that student.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def test_a_passing_notebook_is_copied_as_is_and_collected_by_the_instructor(tmp_
     assert f"=> {selfcheck.HONEST_PASS}" in printed and "WARNING" not in printed, printed
     assert "Upload this one file" in printed
 
-    from grader.grading import collect  # the instructor's side: files each download under its student
-    from grader.grading.people import People
+    from grader.grading.intake import collect  # the instructor's side: files each download under its student
+    from grader.grading.intake.people import People
 
     submitted = tmp_path / "submitted"
     collected = collect.collect(LESSON, submitted, tmp_path / "attempts", out, people=People(tmp_path / "people.json"))

@@ -83,3 +83,37 @@ def test_the_search_finds_a_cycle_through_a_function_level_import(tmp_path):
     (package / "grading" / "lms.py").write_text("def f():\n    from .collect import x\n")
     (package / "grading" / "late.py").write_text("from grader.grading.lms import f\n")
     assert cycles(graph(package)) == [["grader.grading.collect", "grader.grading.lms"]]
+
+
+# grader/grading's stages, in the order a batch goes through them: a stage may use an earlier one, never a later.
+STAGES = ["intake", "running", "policy", "outputs"]
+
+
+def backward_imports(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for every import of a grading stage by an earlier stage."""
+    def stage(module: str) -> int | None:
+        parts = module.split(".")
+        return STAGES.index(parts[2]) if len(parts) > 2 and parts[:2] == ["grader", "grading"] and parts[2] in STAGES \
+            else None
+
+    return sorted((name, target) for name, targets in edges.items() for target in targets
+                  if stage(name) is not None and stage(target) is not None and stage(target) > stage(name))
+
+
+def test_grading_is_one_folder_per_stage_and_no_stage_uses_a_later_one():
+    folder = PACKAGE / "grading"
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(STAGES)
+    assert sorted(p.name for p in folder.glob("*.py")) == ["__init__.py", "autograde.py"]
+    assert backward_imports(graph()) == []
+
+
+def test_the_stage_check_finds_an_earlier_stage_importing_a_later_one(tmp_path):
+    package = tmp_path / "grader"
+    for stage in ("intake", "outputs"):
+        (package / "grading" / stage).mkdir(parents=True)
+        (package / "grading" / stage / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "grading" / "__init__.py").write_text("")
+    (package / "grading" / "outputs" / "report.py").write_text("from grader.grading.intake import ids\n")
+    (package / "grading" / "intake" / "ids.py").write_text("def f():\n    from ..outputs.report import x\n")
+    assert backward_imports(graph(package)) == [("grader.grading.intake.ids", "grader.grading.outputs.report")]

@@ -7,7 +7,7 @@ import re
 
 import nbformat
 
-from grader.authoring.release_in_memory import released_notebook
+from grader.authoring.release_in_memory import build_release
 from grader.course import LESSONS, REPO, student_notebook
 from grader.pipeline.strip_nbval_markers import NBVAL_MARKER, StripNbvalMarkers
 from tests.support import may_show, secret_lines
@@ -55,8 +55,8 @@ def test_nbval_markers_are_stripped_and_nothing_else():
     assert NBVAL_MARKER.search("# NBVAL_RAISES_EXCEPTION") and not NBVAL_MARKER.search("x = 1 # NBVAL_SKIP")
 
 
-def test_released_notebook_built_in_memory_equals_the_committed_release(lesson):
-    built = released_notebook(lesson)
+def test_the_release_built_in_memory_equals_the_committed_release(lesson):
+    built = build_release(lesson)
     committed = nbformat.read(student_notebook(lesson), as_version=4)
     assert len(built.cells) == len(committed.cells), f"lessons/{lesson} is stale: run `make release`"
     for index, (a, b) in enumerate(zip(built.cells, committed.cells, strict=True)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from grader.grading import autograde
-from grader.grading.jobs import Job, Result
+from grader.grading.running.jobs import Job, Result
 
 GRADED: list[str] = []  # the students fake_grade graded, in order (the in-process cluster's one thread)
 

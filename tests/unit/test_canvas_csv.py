@@ -1,11 +1,11 @@
-"""grader.grading.canvas_csv: Canvas's import columns, filled from the roster, one row per roster student."""
+"""grader.grading.outputs.canvas_csv: Canvas's import columns, filled from the roster, one row per roster student."""
 
 from __future__ import annotations
 
 import csv
 
-from grader.grading import canvas_csv
-from grader.grading.jobs import Result
+from grader.grading.outputs import canvas_csv
+from grader.grading.running.jobs import Result
 from tests.support import grade_rows
 
 LESSON = "03-parallel-heads"

@@ -48,7 +48,7 @@ def test_stderr_in_a_test_cell_counts_exactly_as_grading_counts_it(stderr, grade
     if graded_as_failure is None:  # a Python warning: grading drops it when IgnorePattern is on and matches
         ignore = IgnorePattern(config=config)
         graded_as_failure = not (ignore.enabled and re.search(ignore.pattern, stderr))
-    released = originals.released_notebook("03-parallel-heads", config)
+    released = originals.original_notebook("03-parallel-heads", config)
     executed = copy.deepcopy(released)
     for cell in executed.cells:
         if cell_roles.kind(cell) == "solution":

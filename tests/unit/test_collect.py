@@ -1,4 +1,5 @@
-"""grader.grading.collect: every downloaded file kept as an attempt, the submitted folder derived from all of them."""
+"""grader.grading.intake.collect: every downloaded file kept as an attempt,
+the submitted folder derived from all of them."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from grader.errors import BadDownload
-from grader.grading.collect import MAX_ENTRY, collect, read_submission
-from grader.grading.people import People
+from grader.grading.intake.collect import MAX_ENTRY, collect, read_submission
+from grader.grading.intake.people import People
 from grader.student.submission_names import submission_filename
 
 LESSON = "03-parallel-heads"

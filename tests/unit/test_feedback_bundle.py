@@ -1,12 +1,12 @@
-"""grader.grading.feedback_bundle: each student's page named for the LMS's upload, in a folder and a .zip."""
+"""grader.grading.outputs.feedback_bundle: each student's page named for the LMS's upload, in a folder and a .zip."""
 
 from __future__ import annotations
 
 import zipfile
 
-from grader.grading import feedback_bundle
-from grader.grading.collect import Submission
-from grader.grading.jobs import Result
+from grader.grading.intake.collect import Submission
+from grader.grading.outputs import feedback_bundle
+from grader.grading.running.jobs import Result
 from tests.support import grade_rows
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import stat
-from datetime import timedelta
 from pathlib import Path
 
 import nbformat
@@ -18,8 +17,6 @@ from grader.pipeline.feedback_summary import (
     SLOT,
     FeedbackSummary,
     NotAFeedbackPage,
-    describe_lateness,
-    duration,
     filled,
     number,
     write_summary,
@@ -167,30 +164,6 @@ def test_a_summary_holds_finite_numbers(value):
 def test_points_are_written_as_a_person_writes_them():
     assert [number(x) for x in (7, 7.0, 6.3, 0.25, 1 / 3, 0, -0.0, 12.599999)] == \
         ["7", "7", "6.3", "0.25", "0.33", "0", "0", "12.6"]
-
-
-@pytest.mark.parametrize(("late_by", "kwargs", "text"), [
-    (timedelta(hours=-3), {}, "on time"),
-    (timedelta(0), {}, "on time"),
-    (None, {}, "on time"),
-    (timedelta(days=1, hours=2, minutes=59), {}, "late 1 d 2 h"),
-    (timedelta(hours=3, minutes=4, seconds=1), {}, "late 3 h 5 min"),
-    (timedelta(seconds=1), {}, "late 1 min"),
-    (timedelta(days=2), {}, "late 2 d"),
-    (None, {"marked_late_by_lms": True}, "marked late by the LMS"),
-    (timedelta(hours=-1), {"extension": timedelta(days=2)}, "on time (with an extension of 2 d)"),
-    (timedelta(hours=5), {"extension": timedelta(days=2)}, "late 5 h (after an extension of 2 d)"),
-    (timedelta(hours=-1), {"extension": timedelta(hours=48), "marked_late_by_lms": True},
-     "on time (with an extension of 2 d; marked late by the LMS)"),
-    (timedelta(hours=5), {"marked_late_by_lms": True}, "late 5 h"),
-])
-def test_lateness_reads_as_a_phrase(late_by, kwargs, text):
-    assert describe_lateness(late_by, **kwargs) == text
-
-
-def test_durations_keep_their_two_largest_units():
-    assert [duration(timedelta(minutes=m)) for m in (0, 59, 60, 61, 24 * 60, 24 * 60 + 61)] == \
-        ["1 min", "59 min", "1 h", "1 h 1 min", "1 d", "1 d 1 h"]
 
 
 def test_no_summary_is_written_into_a_missing_page(tmp_path):

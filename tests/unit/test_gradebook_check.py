@@ -8,7 +8,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader.errors import GradebookRefused
-from grader.grading.gradebook_check import check_gradebook
+from grader.grading.running.gradebook_check import check_gradebook
 
 
 @pytest.fixture
@@ -20,7 +20,8 @@ def gradebook(gradebook_url) -> str:
 
 
 def test_a_gradebook_as_nbgrader_made_it_is_accepted(gradebook):
-    check_gradebook(gradebook + "?timeout=60")
+    with Gradebook(gradebook + "?timeout=60") as book:
+        check_gradebook(book)
 
 
 @pytest.mark.parametrize(("statement", "found"), [
@@ -34,8 +35,8 @@ def test_anything_else_is_refused_naming_it(gradebook, statement, found):
     db.execute(statement)
     db.commit()
     db.close()
-    with pytest.raises(GradebookRefused, match=found):
-        check_gradebook(gradebook)
+    with Gradebook(gradebook) as book, pytest.raises(GradebookRefused, match=found):
+        check_gradebook(book)
 
 
 def test_a_gradebook_other_than_sqlite_without_a_course_id_is_refused_before_it_is_opened(tmp_path):

@@ -1,9 +1,9 @@
-"""grader.grading.gradelog: one inert line per graded submission."""
+"""grader.grading.outputs.gradelog: one inert line per graded submission."""
 
 from __future__ import annotations
 
-from grader.grading import gradelog
-from grader.grading.jobs import Result
+from grader.grading.outputs import gradelog
+from grader.grading.running.jobs import Result
 
 POINTS = {"test_a": 3.0, "test_b": 4.0}
 

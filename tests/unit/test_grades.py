@@ -1,4 +1,4 @@
-"""grader.grading.grades: one row per student derived from the facts, and what changed since the last run."""
+"""grader.grading.policy.grades: one row per student derived from the facts, and what changed since the last run."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from grader.grading import grades, late
-from grader.grading.jobs import Result
-from grader.grading.overrides import Override
+from grader.grading.policy import grades, late
+from grader.grading.policy.overrides import Override
+from grader.grading.running.jobs import Result
 from tests.support import grade_rows
 
 LESSON = "03-parallel-heads"

@@ -6,14 +6,10 @@ import csv
 import io
 from pathlib import Path
 
-from nbgrader.coursedir import CourseDirectory
-
-from grader.course import LESSONS, REPO, nbgrader_config
-from grader.grading import report
-from grader.grading.collect import Skipped
-from grader.grading.jobs import Result
-from grader.grading.triage import Flag
-from grader.layout import STATE, Layout
+from grader.grading.intake.collect import Skipped
+from grader.grading.outputs import report
+from grader.grading.running.jobs import Result
+from grader.grading.running.triage import Flag
 from tests.support import grade_rows
 
 POINTS = {"test_a": 3.0, "test_b": 2.0}
@@ -91,17 +87,6 @@ def test_summary_lists_what_needs_attention():
         "    notes.txt: the file name does not follow x",
         "  grades:   grades/lesson.csv",
     ]
-
-
-def test_everything_grading_writes_stays_in_the_git_ignored_state_folder():
-    config = nbgrader_config()
-    coursedir, layout = CourseDirectory(config=config), Layout.of(config)
-    written = [layout.submitted, layout.autograded, layout.feedback, layout.grades_csv("x").parent, layout.log("x"),
-               Path(coursedir.db_url.removeprefix("sqlite:///").split("?")[0]).resolve()]
-    state = REPO / STATE
-    assert all(path.is_relative_to(state) and not path.is_relative_to(LESSONS) for path in written), written
-    ignored = (REPO / ".gitignore").read_text().splitlines()
-    assert f"{STATE}/*" in ignored and f"!{STATE}/README.md" in ignored
 
 
 HOSTILE = "honest_b: 0/15 plagiarism\n\x1b]0;owned\x07\x1b[2J\u202e\ud800"

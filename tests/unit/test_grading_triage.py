@@ -9,8 +9,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from grader import cell_roles
-from grader.grading import triage
-from grader.grading.triage import Flag
+from grader.grading.running import triage
+from grader.grading.running.triage import Flag
 from grader.pipeline.guarded_execute import KERNEL_DIED, NOT_RUN
 
 

@@ -20,7 +20,7 @@ from grader.authoring import dist_steps
 from grader.authoring.handouts import HANDOUTS, Handout, handouts
 from grader.course import lesson_ids, student_notebook
 from grader.errors import DistributionRefused
-from grader.grading.late import LatePolicy
+from grader.grading.policy.late import LatePolicy
 from grader.trusted import load_spec
 from tests.support import answers_among, deadlines_config, notebook_functions
 

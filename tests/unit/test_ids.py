@@ -1,4 +1,4 @@
-"""grader.grading.ids: the rules for ids, names and times."""
+"""grader.grading.intake.ids: the rules for ids, names and times."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from grader.grading import ids
+from grader.grading.intake import ids
 
 
 def test_ids_are_normalised_so_that_case_and_compatibility_forms_are_one_student():
-    assert ids.student_id("Ada_LOVELACE") == ids.student_id("ａｄａ_lovelace") == "ada_lovelace"  # NFKC
-    assert ids.student_id("аda") is None and ids.student_id("ada l") is None and ids.student_id("") is None
-    assert ids.student_id("a" * 65) is None
-    assert ids.student_id("Ada.Lovelace-2") == "ada.lovelace-2"  # a JupyterHub user name
-    assert ids.student_id("..") is None and ids.student_id(".hidden") is None and ids.student_id("-rf") is None
+    assert ids.normalised_id("Ada_LOVELACE") == ids.normalised_id("ａｄａ_lovelace") == "ada_lovelace"  # NFKC
+    assert ids.normalised_id("аda") is None and ids.normalised_id("ada l") is None and ids.normalised_id("") is None
+    assert ids.normalised_id("a" * 65) is None
+    assert ids.normalised_id("Ada.Lovelace-2") == "ada.lovelace-2"  # a JupyterHub user name
+    assert ids.normalised_id("..") is None and ids.normalised_id(".hidden") is None and ids.normalised_id("-rf") is None
 
 
 def test_readable_ids_from_names_in_any_script():

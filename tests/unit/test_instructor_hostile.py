@@ -15,12 +15,13 @@ import pytest
 from grader import cell_roles
 from grader.course import student_notebook
 from grader.errors import BadDownload
-from grader.grading import canvas_csv, lms, overview, similarity
-from grader.grading.collect import collect
-from grader.grading.ids import SAFE_ID
-from grader.grading.jobs import Result
-from grader.grading.people import People
-from grader.grading.roster import Roster
+from grader.grading.intake import lms
+from grader.grading.intake.collect import collect
+from grader.grading.intake.ids import SAFE_ID
+from grader.grading.intake.people import People
+from grader.grading.intake.roster import Roster
+from grader.grading.outputs import canvas_csv, overview, similarity
+from grader.grading.running.jobs import Result
 from tests.support import FIXTURES, Variant, build, grade_rows
 
 LESSON = "03-parallel-heads"

@@ -1,4 +1,4 @@
-"""grader.grading.late: the one place that decides how late a submission is and what it costs."""
+"""grader.grading.policy.late: the one place that decides how late a submission is and what it costs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from grader.grading import late
+from grader.grading.policy import late
 
 LESSON = "03-parallel-heads"
 POLICY = late.LatePolicy(deadlines={LESSON: "2026-12-01 12:00:00 UTC"}, extensions={LESSON: {"grace": 48}})
@@ -33,6 +33,16 @@ def test_lateness_counts_from_the_deadline_plus_the_extension():
     assert not grace.late and grace.status() == "on time (extension of 48 h)"
     later = late.lateness(LESSON, "grace", at(3, 13), False, 10.0, POLICY, PENALTY)
     assert later.describe() == "late 1 h 0 min (after an extension of 48 h) (-1 points)"
+
+
+def test_a_submission_is_due_at_the_deadline_plus_its_extension_and_a_lesson_closes_after_the_longest():
+    policy = late.LatePolicy(deadlines={LESSON: "2026-12-01 12:00:00 UTC"},
+                             extensions={LESSON: {"grace": 48, "alan": 24, "ada": -5}})
+    assert policy.due(LESSON, "grace") == at(3, 12) and policy.due(LESSON, "zoe") == at(1, 12)
+    assert policy.due(LESSON, "ada") == at(1, 12)  # a negative extension shortens nothing
+    assert policy.closes(LESSON) == at(3, 12)
+    assert late.LatePolicy(deadlines={LESSON: "2026-12-01 12:00:00 UTC"}).closes(LESSON) == at(1, 12)
+    assert policy.due("01-single-head", "grace") is None and policy.closes("01-single-head") is None
 
 
 def test_the_lms_mark_flags_but_costs_nothing_and_no_deadline_is_never_late():

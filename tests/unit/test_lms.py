@@ -1,11 +1,12 @@
-"""grader.grading.lms: one format per download, decided from every file; identity only from what the LMS wrote."""
+"""grader.grading.intake.lms: one format per download, decided from every file;
+identity only from what the LMS wrote."""
 
 from __future__ import annotations
 
 import pytest
 
 from grader.errors import BadDownload
-from grader.grading import lms
+from grader.grading.intake import lms
 from grader.student.submission_names import submission_filename
 
 LESSON = "03-parallel-heads"

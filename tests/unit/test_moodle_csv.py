@@ -1,12 +1,12 @@
-"""grader.grading.moodle_csv: Moodle's grading worksheet, with the participant ids of the download."""
+"""grader.grading.outputs.moodle_csv: Moodle's grading worksheet, with the participant ids of the download."""
 
 from __future__ import annotations
 
 import csv
 from datetime import UTC, datetime
 
-from grader.grading import moodle_csv
-from grader.grading.jobs import Result
+from grader.grading.outputs import moodle_csv
+from grader.grading.running.jobs import Result
 from tests.support import grade_rows
 
 POINTS = {"test_a": 3.0, "test_b": 4.0}

@@ -1,4 +1,4 @@
-"""grader.grading.overrides: the instructor's manual scores, kept as facts of the term."""
+"""grader.grading.policy.overrides: the instructor's manual scores, kept as facts of the term."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from grader.course import REPO
 from grader.errors import UsageError
-from grader.grading import overrides
+from grader.grading.policy import overrides
 
 LESSON = "01-single-head"
 NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
@@ -30,7 +30,7 @@ def test_an_override_is_recorded_listed_and_taken_back(course_dir):
     said = overrides.main(lesson=LESSON, student="Ada", exercise="test_softmax", points=2, reason="partial credit",
                           course=course_dir, now=NOW)
     assert "ada's test_softmax in 01-single-head is now 2 of 3" in said
-    stored = overrides.load(course_dir / "grader" / "state" / "overrides.json")
+    stored = overrides.load(course_dir / "term" / "overrides.json")
     assert stored == {LESSON: {"ada": {"test_softmax": overrides.Override(2.0, "partial credit",
                                                                           "2026-12-04 12:00:00 UTC")}}}
     assert "ada\ttest_softmax\t2\t" in overrides.main(lesson=LESSON, course=course_dir)

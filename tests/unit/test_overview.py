@@ -1,4 +1,4 @@
-"""grader.grading.overview: what lost points, per exercise and per student, with each student's points."""
+"""grader.grading.outputs.overview: what lost points, per exercise and per student, with each student's points."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 
 from grader import cell_roles
 from grader.course import student_notebook
-from grader.grading import late, overview
-from grader.grading.jobs import Result
+from grader.grading.outputs import overview
+from grader.grading.policy import late
+from grader.grading.running.jobs import Result
 from tests.support import grade_rows
 
 LESSON = "03-parallel-heads"

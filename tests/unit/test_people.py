@@ -1,12 +1,13 @@
-"""grader.grading.people: one id per person for the whole term, the roster remembered, whatever order runs come in."""
+"""grader.grading.intake.people: one id per person for the whole term, the roster remembered,
+whatever order runs come in."""
 
 from __future__ import annotations
 
 import pytest
 
-from grader.grading import lms
-from grader.grading.people import People, registry
-from grader.grading.roster import Roster
+from grader.grading.intake import lms
+from grader.grading.intake.people import People, registry
+from grader.grading.intake.roster import Roster
 from grader.student.submission_names import submission_filename
 
 HEAD = "Student,ID,SIS User ID,SIS Login ID,Section\n"

@@ -9,7 +9,8 @@ from traitlets.config import Config
 
 from grader.course import REPO, nbgrader_config
 from grader.errors import BrokenSpec, KernelsCannotStart
-from grader.grading import autograde, preflight
+from grader.grading import autograde
+from grader.grading.running import preflight
 from grader.sandbox import bwrap
 from grader.trusted import spec
 

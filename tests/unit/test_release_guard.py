@@ -15,19 +15,19 @@ LESSON = "03-parallel-heads"
 
 
 def test_a_notebook_is_work_unless_it_is_the_release_it_would_replace(tmp_path):
-    state, notebook = tmp_path / "state", tmp_path / "lessons" / LESSON / f"{LESSON}.ipynb"
-    assert not release_guard.is_work(notebook, state)  # nothing there yet
+    releases, notebook = tmp_path / "term" / "releases.json", tmp_path / "lessons" / LESSON / f"{LESSON}.ipynb"
+    assert not release_guard.is_work(notebook, releases)  # nothing there yet
     notebook.parent.mkdir(parents=True)
     notebook.write_text('{"released": true}')
-    assert release_guard.is_work(notebook, state)  # not recorded, not in git: someone's
-    release_guard.record(state, notebook)
-    assert not release_guard.is_work(notebook, state)
+    assert release_guard.is_work(notebook, releases)  # not recorded, not in git: someone's
+    release_guard.record(releases, notebook)
+    assert not release_guard.is_work(notebook, releases)
     notebook.write_text('{"released": true, "answered": true}')
-    assert release_guard.is_work(notebook, state)
+    assert release_guard.is_work(notebook, releases)
 
 
 def test_the_committed_release_in_a_clone_may_be_replaced():
-    assert not release_guard.is_work(student_notebook(LESSON), REPO / "no-such-state")
+    assert not release_guard.is_work(student_notebook(LESSON), REPO / "no-such-term" / "releases.json")
 
 
 def course(root):
@@ -67,17 +67,17 @@ def test_without_git_the_lesson_notebook_is_compared_with_a_release_made_in_memo
     release of solutions/ makes now, so it may be replaced; one with an answer typed in is someone's work."""
     from functools import partial
 
-    from grader.authoring.release_in_memory import released_notebook
+    from grader.authoring.release_in_memory import build_release
     from grader.cell_roles import cells_by_id
 
     copy = tmp_path / "zip download" / "lessons" / LESSON / f"{LESSON}.ipynb"  # no git above it
     copy.parent.mkdir(parents=True)
     copy.write_bytes(student_notebook(LESSON).read_bytes())
-    state, released = tmp_path / "state", partial(released_notebook, LESSON)
-    assert release_guard.is_work(copy, state)  # without the comparison: refused, as before
-    assert not release_guard.is_work(copy, state, released=released)
+    releases, released = tmp_path / "term" / "releases.json", partial(build_release, LESSON)
+    assert release_guard.is_work(copy, releases)  # without the comparison: refused, as before
+    assert not release_guard.is_work(copy, releases, released=released)
     nb = nbformat.read(copy, as_version=4)
     answer = next(cell for cell in cells_by_id(nb).values() if cell.metadata["nbgrader"].get("solution"))
     answer.source += "\n# my answer"
     nbformat.write(nb, copy)
-    assert release_guard.is_work(copy, state, released=released)
+    assert release_guard.is_work(copy, releases, released=released)

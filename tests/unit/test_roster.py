@@ -1,11 +1,11 @@
-"""grader.grading.roster: the roster as each LMS exports it, and the course's own."""
+"""grader.grading.intake.roster: the roster as each LMS exports it, and the course's own."""
 
 from __future__ import annotations
 
 import pytest
 
 from grader.errors import BadDownload
-from grader.grading.roster import Roster, Student
+from grader.grading.intake.roster import Roster, Student
 
 CANVAS_EXPORT = ('Student,ID,SIS User ID,SIS Login ID,Section,Lesson 3 (5503),Current Score\n'
                  '    Points Possible,,,,,15,\n'

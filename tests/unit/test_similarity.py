@@ -1,4 +1,4 @@
-"""grader.grading.similarity: copied answers found, given code never counted."""
+"""grader.grading.outputs.similarity: copied answers found, given code never counted."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 
 from grader.course import student_notebook
-from grader.grading import similarity
+from grader.grading.outputs import similarity
 from tests.support import FIXTURES, Variant, build
 
 LESSON = "03-parallel-heads"

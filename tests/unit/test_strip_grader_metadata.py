@@ -6,7 +6,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from grader import pipeline
-from grader.grading import triage
+from grader.grading.running import triage
 from grader.pipeline.guarded_execute import GRADER_UID, UNSAFE, WATCHDOG_ONLY
 from grader.pipeline.strip_grader_metadata import CELL_KEYS, NOTEBOOK_KEYS, StripGraderMetadata
 from grader.trusted.prepared_checks import RESOURCE

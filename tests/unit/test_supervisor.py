@@ -7,9 +7,9 @@ import multiprocessing
 import os
 import time
 
-import grader.grading.supervisor as supervisor
+import grader.grading.running.supervisor as supervisor
 from grader.course import REPO
-from grader.grading.jobs import Job, Result
+from grader.grading.running.jobs import Job, Result
 
 
 def fake_grade(job: Job) -> Result:
@@ -67,7 +67,7 @@ def test_a_process_grades_its_share_of_jobs_then_a_fresh_one_takes_over(monkeypa
 
 
 def test_the_worker_keeps_the_traceback_of_a_grader_error(tmp_path):
-    from grader.grading.worker import grade
+    from grader.grading.running.worker import grade
 
     result = grade(Job(str(tmp_path / "no course"), "03-parallel-heads", "ada"))
     assert result.status == "failed" and result.reason.startswith("grader error: ")

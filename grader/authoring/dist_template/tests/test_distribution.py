@@ -37,7 +37,7 @@ class TheDistributionIsIntact(unittest.TestCase):
             with self.subTest(lesson=lesson):
                 nb = originals.pristine(lesson)
                 nbformat.validate(nb)
-                self.assertTrue(originals.released_notebook(lesson).cells)
+                self.assertTrue(originals.original_notebook(lesson).cells)
 
 
 class TheNotebooksAreReadable(unittest.TestCase):

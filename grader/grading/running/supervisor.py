@@ -25,9 +25,9 @@ from pebble import ProcessExpired, ProcessPool
 from traitlets import Float, Integer
 from traitlets.config import Configurable
 
-from grader.grading.failure_detail import traceback_of
-from grader.grading.jobs import Job, Result
-from grader.grading.worker import grade
+from grader.grading.running.failure_detail import traceback_of
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.worker import grade
 
 
 def default_workers() -> int:

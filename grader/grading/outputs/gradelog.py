@@ -1,4 +1,4 @@
-"""The grading log: one line per graded submission (`grader/state/logs/<lesson>.log`).
+"""The grading log: one line per graded submission (`grading-logs/<lesson>.log` at the course root).
 
 Each line: the time (UTC), the student, the lesson, the score ("7/10", "-" when there is none),
 the status ("graded", "graded, up to date", "failed: <reason>"), and the seconds grading took,
@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from grader.grading.jobs import Result
+from grader.grading.running.jobs import Result
 from grader.safe_text import for_terminal
 
 

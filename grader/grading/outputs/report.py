@@ -14,10 +14,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from tqdm import tqdm
 
-from grader.grading.collect import Skipped
-from grader.grading.grades import Row, number
-from grader.grading.jobs import Result
-from grader.grading.triage import needs_review
+from grader.grading.intake.collect import Skipped
+from grader.grading.policy.grades import Row, number
+from grader.grading.running.jobs import Result
+from grader.grading.running.triage import needs_review
 from grader.safe_text import for_csv, for_terminal
 
 
@@ -52,7 +52,7 @@ class Progress:
 
 
 def write_csv(path: Path, rows: Sequence[Row], points: dict[str, float]) -> Path:
-    """One row per student (grader.grading.grades): name, points per test cell (overrides applied),
+    """One row per student (grader.grading.policy.grades): name, points per test cell (overrides applied),
     total before the late penalty, lateness, penalty, final points, status, and notes (flags, why
     grading failed, overrides, a hand edit)."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from traitlets import Dict, Float
 from traitlets.config import Configurable
 
-from grader.grading.ids import parse_time
+from grader.grading.intake.ids import parse_time
 
 DAY = 24 * 3600
 
@@ -40,7 +40,20 @@ class LatePolicy(Configurable):
         return parse_time(text) if text else None
 
     def extension_hours(self, lesson: str, student: str) -> float:
-        return float(self.extensions.get(lesson, {}).get(student, 0) or 0)
+        return max(0.0, float(self.extensions.get(lesson, {}).get(student, 0) or 0))
+
+    def due(self, lesson: str, student: str) -> datetime | None:
+        """When `student`'s submission of `lesson` is due: the deadline plus their extension (None: no deadline)."""
+        deadline = self.deadline(lesson)
+        return None if deadline is None else deadline + timedelta(hours=self.extension_hours(lesson, student))
+
+    def closes(self, lesson: str) -> datetime | None:
+        """When `lesson` is closed for every student: its deadline plus the longest extension (None: no deadline)."""
+        deadline = self.deadline(lesson)
+        if deadline is None:
+            return None
+        students = self.extensions.get(lesson, {})
+        return deadline + timedelta(hours=max((self.extension_hours(lesson, s) for s in students), default=0.0))
 
 
 class LatePenalty(Configurable):
@@ -95,9 +108,6 @@ class Lateness:
 def lateness(lesson: str, student: str, time: datetime | None, lms_late: bool, score: float | None,
              policy: LatePolicy, penalty: LatePenalty) -> Lateness:
     """The lateness of `student`'s submission of `lesson` handed in at `time`, and its cost on `score`."""
-    deadline = policy.deadline(lesson)
-    hours = policy.extension_hours(lesson, student)
-    seconds = 0.0
-    if deadline is not None and time is not None:
-        seconds = max(0.0, (time - (deadline + timedelta(hours=hours))).total_seconds())
-    return Lateness(seconds, penalty.penalty(score, seconds), lms_late, hours)
+    due = policy.due(lesson, student)
+    seconds = 0.0 if due is None or time is None else max(0.0, (time - due).total_seconds())
+    return Lateness(seconds, penalty.penalty(score, seconds), lms_late, policy.extension_hours(lesson, student))

@@ -1,5 +1,5 @@
 """The pages grading writes for the instructor (the overview, the similarity report): Jinja2
-templates in grader/grading/templates/, every value autoescaped, each page carrying one content
+templates in grader/grading/outputs/templates/, every value autoescaped, each page carrying one content
 policy that allows no script and no request (`CSP`)."""
 
 from __future__ import annotations

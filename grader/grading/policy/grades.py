@@ -1,9 +1,9 @@
 """A lesson's grades, derived on every run from the term's facts, and the one table every output is written from.
 
 The facts: each graded submission's points per exercise (the gradebook, via the batch's results),
-its time and the LMS's late mark (grader.grading.collect), the people and roster
-(grader.grading.people), the late policy as configured now (grader.grading.late), and the
-instructor's overrides (grader.grading.overrides). `build` turns them into one `Row` per student:
+its time and the LMS's late mark (grader.grading.intake.collect), the people and roster
+(grader.grading.intake.people), the late policy as configured now (grader.grading.policy.late), and the
+instructor's overrides (grader.grading.policy.overrides). `build` turns them into one `Row` per student:
 everyone with a submission, and everyone on the roster (without a submission: "no submission").
 The grades CSV, the LMS import files, the overview and the feedback summaries all read these rows,
 so they always agree, and the same facts always give the same rows.
@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.grading.collect import Submission
-from grader.grading.jobs import Result
-from grader.grading.late import Lateness, LatePenalty, LatePolicy, lateness
-from grader.grading.overrides import TOTAL, Override
-from grader.grading.people import People, Person
+from grader.grading.intake.collect import Submission
+from grader.grading.intake.people import People, Person
+from grader.grading.policy.late import Lateness, LatePenalty, LatePolicy, lateness
+from grader.grading.policy.overrides import TOTAL, Override
+from grader.grading.running.jobs import Result
 from grader.safe_text import for_terminal
 
 NO_SUBMISSION = "no submission"

@@ -18,7 +18,7 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.grading.grades import Row, number
+from grader.grading.policy.grades import Row, number
 from grader.safe_text import for_csv
 
 HEADER = ["Identifier", "Full name", "Email address", "Grade", "Maximum Grade", "Grade can be changed",

@@ -32,9 +32,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader.errors import BadDownload
-from grader.grading.ids import MAX_ID, name_key, script_id
-from grader.grading.lms import Match
-from grader.grading.roster import Roster, Student, name_keys
+from grader.grading.intake.ids import MAX_ID, name_key, script_id
+from grader.grading.intake.lms import Match
+from grader.grading.intake.roster import Roster, Student, name_keys
 
 LMS_OF_ROSTER = {"canvas": "canvas", "moodle-worksheet": "moodle"}
 LMS_OF_FORMAT = {"canvas": "canvas", "moodle": "moodle"}

@@ -3,7 +3,7 @@
 Per exercise (autograded test cell): the mean points, the share of students with full marks, and
 the failure messages grouped (the first error each test cell stopped with, in the autograded
 notebook, on one line), each with the students who had it, most common first. Per student: one line
-per exercise that lost points, with its message, and the lateness (grader.grading.late).
+per exercise that lost points, with its message, and the lateness (grader.grading.policy.late).
 
 Every string a submission controls (messages, ids) is escaped: by an autoescaping template on the page (which
 also carries a policy that allows no script and no request), `grader.safe_text.for_terminal` in
@@ -20,9 +20,9 @@ import nbformat
 from nbconvert.filters import strip_ansi
 
 from grader import cell_roles
-from grader.grading import pages
-from grader.grading.grades import Row
-from grader.grading.triage import ERRORS, FLAGS
+from grader.grading.outputs import pages
+from grader.grading.policy.grades import Row
+from grader.grading.running.triage import ERRORS, FLAGS
 from grader.safe_text import for_terminal
 
 MAX_MESSAGE = 300  # characters of one failure message kept: the overview's layout, not a setting
@@ -84,7 +84,7 @@ def failure_messages(autograded: Path, points: dict[str, float], scores: dict[st
 
 def build(lesson: str, rows: Sequence[Row], points: dict[str, float], autograded: dict[str, Path],
           labels: dict[str, str] | None = None) -> Overview:
-    """The overview of a lesson's grades (grader.grading.grades); `autograded` maps each student to
+    """The overview of a lesson's grades (grader.grading.policy.grades); `autograded` maps each student to
     their autograded notebook, `labels` each exercise's grade_id to the lesson's name for it."""
     labels = labels or {}
     graded = [r for r in rows if r.status == "graded"]
@@ -135,5 +135,5 @@ def terminal(overview: Overview, *, most: int = 3) -> str:
 
 def write_html(path: Path, overview: Overview) -> Path:
     """One self-contained page: the per-exercise table with grouped messages, then each student's points and
-    what lost them (grader/grading/templates/overview.html.j2)."""
+    what lost them (grader/grading/outputs/templates/overview.html.j2)."""
     return pages.write("overview.html.j2", path, view=overview)

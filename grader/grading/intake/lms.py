@@ -40,7 +40,7 @@ from traitlets import Dict
 from traitlets.config import Configurable
 
 from grader.errors import BadDownload
-from grader.grading.ids import script_id, student_id
+from grader.grading.intake.ids import normalised_id, script_id
 from grader.safe_text import for_terminal
 from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT
 
@@ -80,7 +80,7 @@ class Match:
         """Who the file is, as the LMS says it: `lms:<number>`, or `submit:<id>` for a make-submit file."""
         if self.lms_id:
             return f"lms:{self.lms_id}"
-        return f"submit:{student_id(self.student_id) or script_id(self.student_id)}"
+        return f"submit:{normalised_id(self.student_id) or script_id(self.student_id)}"
 
     @property
     def upload_prefix(self) -> str:

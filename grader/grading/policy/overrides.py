@@ -22,7 +22,7 @@ import nbformat
 from grader import cell_roles
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import UsageError
-from grader.grading.ids import student_id
+from grader.grading.intake.ids import normalised_id
 from grader.layout import Layout
 from grader.safe_text import for_terminal
 
@@ -69,7 +69,7 @@ def main(*, lesson: str, student: str = "", exercise: str = "", points: float | 
         rows = [f"{s}\t{e}\t{o.points:g}\t{o.when}\t{for_terminal(o.reason)}"
                 for s, items in sorted(table.get(lesson, {}).items()) for e, o in sorted(items.items())]
         return "\n".join(rows) or f"no overrides for {lesson}"
-    ident = student_id(student)
+    ident = normalised_id(student)
     if ident is None:
         raise UsageError(f"{for_terminal(student)!r} is not a student id: use the id the grades CSV gives")
     points_of = cell_roles.test_points(nbformat.read(layout.release_notebook(lesson), as_version=4))

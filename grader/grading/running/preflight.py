@@ -21,7 +21,7 @@ import nbformat
 from traitlets.config import Config
 
 from grader.errors import BrokenSpec, KernelsCannotStart
-from grader.grading.failure_detail import bounded, traceback_of
+from grader.grading.running.failure_detail import bounded, traceback_of
 from grader.layout import Layout
 from grader.sandbox.kernel_probe import rehearse
 

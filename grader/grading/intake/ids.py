@@ -5,7 +5,7 @@ CSVs): at most MAX_ID ASCII letters, digits, underscores, dots and hyphens (a Ju
 such as `ada.lovelace-2`), starting with a letter, digit or underscore, lower case, after Unicode NFKC and
 case folding, so that `Ada` and `ada` are one student and no look-alike in another script becomes
 someone else's id. Ids made from names (`readable_id`, `script_id`) stay the same from one run to
-the next; the people registry (grader.grading.people) keeps them once given.
+the next; the people registry (grader.grading.intake.people) keeps them once given.
 
 A submission time is never in the future by more than CLOCK_SKEW.
 """
@@ -28,7 +28,7 @@ SAFE_ID = re.compile(r"[a-z0-9_][a-z0-9_.-]*")  # no leading dot or hyphen: neve
 ID_RULE = f"at most {MAX_ID} ASCII letters, digits, underscores, dots or hyphens, not starting with a dot or hyphen"
 
 
-def student_id(raw: str) -> str | None:
+def normalised_id(raw: str) -> str | None:
     """The normalised id of `raw` (NFKC, case-folded), or None when it is not a safe id."""
     ident = unicodedata.normalize("NFKC", raw).casefold()
     return ident if SAFE_ID.fullmatch(ident) and len(ident) <= MAX_ID else None

@@ -27,7 +27,7 @@ from traitlets import Float, Integer
 from traitlets.config import Configurable
 
 from grader import cell_roles
-from grader.grading import pages
+from grader.grading.outputs import pages
 
 
 class SimilarityReport(Configurable):

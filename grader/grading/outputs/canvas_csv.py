@@ -26,7 +26,7 @@ from pathlib import Path
 from traitlets import Bool, Dict
 from traitlets.config import Configurable
 
-from grader.grading.grades import Row, number
+from grader.grading.policy.grades import Row, number
 from grader.safe_text import for_csv
 
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]

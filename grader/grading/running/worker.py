@@ -1,13 +1,14 @@
 """Grade one submission in a worker process, with nbgrader imported and configured once per process.
 
 `grade(job)` is the unit of work: it autogrades one student's notebook through nbgrader's Python
-API, generates the feedback, and returns a `Result` (scores read from the gradebook, flags from
-grader.grading.triage). It never raises: whatever goes wrong with one submission is reported in
-its Result, so the batch carries on.
+API, generates the feedback, and returns a `Result` (flags from grader.grading.running.triage). It
+never opens the gradebook itself: nbgrader writes the grades there, and the batch reads them through
+its one open gradebook (grader.grading.running.scores). It never raises: whatever goes wrong with one
+submission is reported in its Result, so the batch carries on.
 
 `grade` and `Job` are plain picklable objects, so any `concurrent.futures.Executor` whose workers
 are processes can run them, such as a Dask `Client(...).get_executor()`; on this machine
-grader.grading.supervisor runs them in a few grading processes of its own, one job after another in
+grader.grading.running.supervisor runs them in a few grading processes of its own, one job after another in
 each. Each process loads the course's nbgrader configuration on its first job and reuses it.
 nbgrader changes the process's working directory while it grades, so a process grades one
 submission at a time (a lock enforces it when an executor runs several threads per process).
@@ -24,17 +25,15 @@ from functools import cache
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import MissingEntry
 from nbgrader.apps import NbGraderAPI
-from nbgrader.coursedir import CourseDirectory
 
 from grader import cell_roles
 from grader.course import nbgrader_config
-from grader.gradebook import nbgrader_api, open_gradebook
-from grader.grading import triage
-from grader.grading.failure_detail import bounded, traceback_of
-from grader.grading.jobs import Job, Result
-from grader.grading.triage import Flag
+from grader.gradebook import nbgrader_api
+from grader.grading.running import triage
+from grader.grading.running.failure_detail import bounded, traceback_of
+from grader.grading.running.jobs import Job, Result
+from grader.grading.running.triage import Flag
 from grader.layout import Layout
 
 
@@ -85,7 +84,7 @@ def grade(job: Job) -> Result:
 
 
 def _grade(job: Job) -> Result:
-    api, coursedir = prepare(job)
+    api = prepare(job)
     paths = Paths.of(Layout.of(api.config), job.lesson, job.student)
     release = _read(paths.release, paths.release.stat().st_mtime)
     try:
@@ -97,10 +96,10 @@ def _grade(job: Job) -> Result:
         paths.remove_outputs()
         return Result(job.student, "failed", reason=reason)
 
+    # Not run again: graded and given feedback since the submission last changed, unless `force` (which the
+    # batch also sets for a submission whose grades are not in the gradebook).
     cached = not job.force and paths.up_to_date()
-    scores = _scores(coursedir, job, release) if cached else None
-    if scores is None:
-        cached = False
+    if not cached:
         result = api.autograde(job.lesson, job.student, force=True, create=True)
         if not result["success"]:
             paths.remove_outputs()
@@ -108,38 +107,20 @@ def _grade(job: Job) -> Result:
                           detail=bounded(result.get("error") or result.get("log") or ""))
         if not api.generate_feedback(job.lesson, job.student, force=True)["success"]:
             flags.append(Flag("feedback-failed"))
-        scores = _scores(coursedir, job, release)
-        if scores is None:
-            return Result(job.student, "failed", flags=flags, reason="graded, but missing from the gradebook")
-    points, manual = scores
     autograded = nbformat.read(paths.autograded, as_version=4)
     flags += triage.run_flags(autograded)
-    flags += [Flag("manual-grade", name) for name in manual]
-    return Result(job.student, "graded", scores=points, flags=flags, cached=cached,
+    return Result(job.student, "graded", flags=flags, cached=cached,
                   detail=bounded(" | ".join(triage.kernel_deaths(autograded))))
 
 
-def _scores(coursedir: CourseDirectory, job: Job, release) -> tuple[dict[str, float | None], list[str]] | None:
-    """(points per test cell, cells nbgrader wants graded by hand) from the gradebook, or None when
-    it holds no grades for this submission."""
-    with open_gradebook(coursedir.db_url, coursedir.course_id) as gradebook:
-        try:
-            submitted = gradebook.find_submission_notebook(job.lesson, job.lesson, job.student)
-        except MissingEntry:
-            return None
-        grades = {grade.name: grade for grade in submitted.grades}
-        points = {name: grades[name].score if name in grades else None for name in cell_roles.test_points(release)}
-        return points, [name for name, grade in grades.items() if grade.needs_manual_grade]
-
-
-def prepare(job: Job) -> tuple[NbGraderAPI, CourseDirectory]:
+def prepare(job: Job) -> NbGraderAPI:
     """nbgrader's API configured for `job`, made once per process and settings."""
     return _nbgrader(job.course, job.timeout, job.memory_limit, job.sandbox)
 
 
 @cache
 def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
-              sandbox: bool) -> tuple[NbGraderAPI, CourseDirectory]:
+              sandbox: bool) -> NbGraderAPI:
     # A harmless SQLAlchemy notice that nbgrader 0.9 triggers whenever it regrades a submission.
     warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session")
     config = nbgrader_config(Path(course))
@@ -148,8 +129,7 @@ def _nbgrader(course: str, timeout: int | None, memory_limit: int | None,
     if memory_limit is not None:
         config.KernelLimits.memory_limit = memory_limit
     config.GuardedExecute.sandbox = sandbox
-    api = nbgrader_api(config)
-    return api, api.coursedir
+    return nbgrader_api(config)
 
 
 @cache

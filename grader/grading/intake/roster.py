@@ -14,7 +14,7 @@
 
 Headers are read in any case. Which column gives what is in `COLUMNS`; docs/grading-day.md has
 the same table. A roster row's grading id is its `id` when the roster has that column; otherwise the
-people registry (grader.grading.people) gives one and keeps it.
+people registry (grader.grading.intake.people) gives one and keeps it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.errors import BadDownload
-from grader.grading.ids import ID_RULE, name_key, student_id
+from grader.grading.intake.ids import ID_RULE, name_key, normalised_id
 from grader.safe_text import for_terminal
 
 # kind -> (columns that identify it, {field of Student: header, lower case})
@@ -100,7 +100,7 @@ class Roster:
             if student is None:  # Canvas's "Points Possible" row, an empty line
                 continue
             if kind == "course":
-                ident = student_id(student.id)
+                ident = normalised_id(student.id)
                 if ident is None:
                     raise BadDownload(f"{where}, line {number}: the id '{for_terminal(student.id)}' is not {ID_RULE}")
                 if ident in seen:

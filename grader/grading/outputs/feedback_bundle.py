@@ -15,7 +15,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from grader.grading.grades import Row
+from grader.grading.policy.grades import Row
 
 ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # every entry's time, so that the same pages give the same .zip
 

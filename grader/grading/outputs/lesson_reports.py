@@ -3,17 +3,17 @@
 After each run (grader.grading.autograde), next to `grades/<lesson>.csv`:
 
 - `grades/<lesson>-overview.html`: per exercise and per student, what lost points, each student's
-  points and lateness (grader.grading.overview), and the same in the terminal summary;
+  points and lateness (grader.grading.outputs.overview), and the same in the terminal summary;
 - `grades/<lesson>-canvas.csv` and `grades/<lesson>-moodle.csv`: the grades to import into Canvas's
-  gradebook and Moodle's assignment (grader.grading.canvas_csv, grader.grading.moodle_csv);
+  gradebook and Moodle's assignment (grader.grading.outputs.canvas_csv, grader.grading.outputs.moodle_csv);
 - in each graded student's feedback page, the summary: their name, points, lateness, penalty and
   final points (grader.pipeline.feedback_summary), rewritten on every run;
 - `grades/<lesson>-feedback/` and `.zip`: each student's feedback page named for upload
-  (grader.grading.feedback_bundle);
+  (grader.grading.outputs.feedback_bundle);
 - `grades/<lesson>-similarity.html`: pairs of submissions whose answers match
-  (grader.grading.similarity); it changes no grade;
+  (grader.grading.outputs.similarity); it changes no grade;
 - `grades/<lesson>.json`: these grades, so that the next run can say what changed and why
-  (grader.grading.grades.changes).
+  (grader.grading.policy.grades.changes).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.grading import canvas_csv, feedback_bundle, grades, moodle_csv, overview, similarity
-from grader.grading.grades import Row
+from grader.grading.outputs import canvas_csv, feedback_bundle, moodle_csv, overview, similarity
+from grader.grading.policy import grades
+from grader.grading.policy.grades import Row
 from grader.layout import Layout
 from grader.pipeline.feedback_summary import FeedbackSummary, write_summary
 

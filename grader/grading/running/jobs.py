@@ -1,6 +1,6 @@
 """What is graded and what grading gave: `Job` (one submission) and `Result`, plain picklable data.
 
-The worker (grader.grading.worker) turns a Job into a Result; the batch, its reports and the
+The worker (grader.grading.running.worker) turns a Job into a Result; the batch, its reports and the
 supervisor only pass them along, so they import this module and not the worker.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grader.grading.triage import Flag
+from grader.grading.running.triage import Flag
 
 
 @dataclass(frozen=True)

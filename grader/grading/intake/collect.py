@@ -4,8 +4,8 @@ folder is derived from those facts on every run.
 Submissions arrive in two ways:
 
 - as notebooks downloaded from an LMS, in a folder or a .zip (`source`): the download's format is
-  decided once for all its files (grader.grading.lms.decide), and each file's person comes from
-  what the LMS wrote (grader.grading.people), never from the part of the name the student chose;
+  decided once for all its files (grader.grading.intake.lms.decide), and each file's person comes from
+  what the LMS wrote (grader.grading.intake.people), never from the part of the name the student chose;
 - already in nbgrader's layout, `<submitted>/<student>/<lesson>/<lesson>.ipynb` with nbgrader's
   `timestamp.txt`: put there by `nbgrader collect` from a JupyterHub exchange (the folder is the
   hub's user name), or by hand. These are graded as they are.
@@ -44,9 +44,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.errors import BadDownload
-from grader.grading import lms
-from grader.grading.ids import ID_RULE, in_future, parse_time, student_id
-from grader.grading.people import People
+from grader.grading.intake import lms
+from grader.grading.intake.ids import ID_RULE, in_future, normalised_id, parse_time
+from grader.grading.intake.people import People
 from grader.safe_text import for_terminal
 
 # Bounds on what a download may hold, against hostile input; constants, not settings: an honest
@@ -159,7 +159,7 @@ def _keep(lesson: str, store: Path, path: str, found: lms.Match, read: Callable[
         if other != lesson or found.file_id != f"{lesson}.ipynb":
             result.skipped.append(Skipped(shown, f"a submission for {for_terminal(other)}, not {lesson}"))
             return
-        if student_id(found.student_id) is None and found.student_id.isascii():
+        if normalised_id(found.student_id) is None and found.student_id.isascii():
             result.skipped.append(Skipped(shown, f"the student id must be {ID_RULE}"))
             return
     when = found.timestamp or modified
@@ -330,8 +330,8 @@ def _submitted(submitted: Path, lesson: str) -> tuple[list[str], list[Skipped]]:
         name = folder.parent.name
         if folder.parent.is_symlink() or folder.is_symlink():
             misplaced.append(Skipped(for_terminal(str(folder)), "a link in the submitted folder: not followed"))
-        elif student_id(name) != name:  # put there by hand: the gradebook takes only ids collect makes
-            ident = student_id(name)
+        elif normalised_id(name) != name:  # put there by hand: the gradebook takes only ids collect makes
+            ident = normalised_id(name)
             rename = f": rename it to {ident!r}" if ident and not (submitted / ident).exists() else ""
             misplaced.append(Skipped(for_terminal(str(folder.parent)), f"the folder name {for_terminal(name)!r} is "
                                      f"not a student id ({ID_RULE}, lower case){rename}"))
