@@ -688,7 +688,7 @@ for name, f in [("next layer's scores", next_scores), ("ReLU MLP's output  ", re
 # Lesson 11 measures it there.
 
 # %% [markdown]
-# ## 7. What the block costs: $4C^2$ parameters, whatever $h$ is
+# ## 7. What an attention layer costs: $4C^2$ parameters, whatever $h$ is
 #
 # Count the weights head by head. Head $i$ owns a `(C, hs)` slice of each of $W_q$, $W_k$, $W_v$
 # (its columns) and a `(hs, C)` slice of $W_o$ (its rows, the $W_o^{(i)}$ of section 2). Each
@@ -713,7 +713,7 @@ def per_head_slices(C, h):
 
 C_gpt2 = 768
 print(f"C = {C_gpt2}: parameters of one attention layer, counted from the per-head slices")
-print(f"{'h':>3} {'hs':>4} {'W_q/W_k/W_v slice':>18} {'W_o slice':>10} {'per head':>9} {'whole block':>12}")
+print(f"{'h':>3} {'hs':>4} {'W_q/W_k/W_v slice':>18} {'W_o slice':>10} {'per head':>9} {'whole layer':>12}")
 budget = {}
 for n_heads in [1, 2, 3, 4, 6, 8, 12]:  # a sweep over configurations, not a loop inside the layer
     slices = per_head_slices(C_gpt2, n_heads)
@@ -730,12 +730,13 @@ print("every head count gives the same total:", len(set(budget.values())) == 1,
 #
 # ### Checking three figures about GPT-2 small
 #
-# Three figures about GPT-2 small's attention are widely quoted: one block has
-# $4 \cdot 768^2 = 2{,}359{,}296$ parameters (the table confirms it); its 12 blocks hold "~28.3M,
+# Three figures about GPT-2 small's attention are widely quoted: one attention layer has
+# $4 \cdot 768^2 = 2{,}359{,}296$ parameters (the table confirms it); its 12 attention layers hold "~28.3M,
 # roughly 23% of the model"; and, in a widely copied example, "a single attention layer with
 # $D = 768$ has $3 \cdot 768^2 \approx 1.77$M parameters". To check the percentage, count GPT-2
 # small itself. Its parameters, by their names in the released checkpoint, are the token
-# embedding `wte` `(50257, 768)`, the position embedding `wpe` `(1024, 768)`, 12 blocks, and a
+# embedding `wte` `(50257, 768)`, the position embedding `wpe` `(1024, 768)`, 12 transformer blocks
+# (each an attention layer and an MLP, as Lesson 11 builds them), and a
 # final layer norm `ln_f`. The output layer reuses `wte` (tied embeddings), so it adds nothing.
 # Unlike the bias-free attention of this course, GPT-2's linear layers have biases, and
 # `attn.c_attn` is the fused $W_q, W_k, W_v$ projection `(768, 2304)`.
@@ -755,7 +756,7 @@ gpt2_shapes = {"wte.weight": (vocab_size, n_embd), "wpe.weight": (n_ctx, n_embd)
                "ln_f.weight": (n_embd,), "ln_f.bias": (n_embd,)}
 gpt2_total = sum(math.prod(shape) for shape in gpt2_shapes.values())
 embeddings = math.prod(gpt2_shapes["wte.weight"]) + math.prod(gpt2_shapes["wpe.weight"])
-attention_bias_free = n_layer * budget[12]  # 12 bias-free blocks, from the table above
+attention_bias_free = n_layer * budget[12]  # 12 bias-free attention layers, from the table above
 attention_gpt2 = sum(math.prod(shape) for name, shape in gpt2_shapes.items() if ".attn." in name)  # with biases
 
 print(f"GPT-2 small, {len(gpt2_shapes)} tensors: {gpt2_total:,} parameters "
@@ -769,7 +770,7 @@ print(f"12 bias-free attention layers as a share of the non-embedding parameters
       f"{100 * attention_bias_free / (gpt2_total - embeddings):.1f}%")
 
 # %% [markdown]
-# The per-model figure is right: 12 blocks hold 28,311,552 attention weights, 28.3M. So is
+# The per-model figure is right: 12 attention layers hold 28,311,552 weights, 28.3M. So is
 # "roughly 23%": 22.75% of GPT-2 small's 124,439,808 parameters, and 22.78% if GPT-2's attention
 # biases are counted too. Note what the denominator includes: 31.6% of GPT-2 small is the token
 # and position embeddings, and measured against the non-embedding parameters the attention layers
@@ -916,7 +917,7 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 #
 # **The budget.** One attention layer has $4C^2$ weights whatever $h$ is: 2,359,296 for $C = 768$
 # at every $h$ in $\{1, 2, 3, 4, 6, 8, 12\}$, counted from the per-head slices; $4C^2 + 4C$ with
-# biases. Twelve blocks hold 28.3M, 22.75% of GPT-2 small's 124,439,808 parameters, so the quoted
+# biases. Twelve attention layers hold 28.3M, 22.75% of GPT-2 small's 124,439,808 parameters, so the quoted
 # "roughly 23%" holds. The common "$3 \cdot 768^2 \approx 1.77$M" for a single attention layer
 # counts $W_q, W_k, W_v$ only; with $W_o$ a single 768-wide head costs the same $4C^2$ as 12 heads.
 #

@@ -747,6 +747,8 @@ crossed, sudden = phase_summary(history)
 print(f"first below the bag floor ({BAG_FLOOR:.2f}) at step {crossed}; from above it to below half of it "
       f"({BAG_FLOOR / 2:.2f}) within 100 steps: {sudden}")
 print(f"final second-half loss {history['second_half'][-1]:.3f} = {history['second_half'][-1] / BAG_FLOOR:.2f} x the bag floor")
+print(f"copying from after every earlier occurrence of the current token (section 1): {TOKEN_MATCH:.3f}; "
+      f"the model below it: {history['second_half'][-1] < TOKEN_MATCH}")
 span = min(100 // EVAL_EVERY, len(history["step"]) - 1)  # evaluations in 100 steps (fewer in a short run)
 loss_curve = history["second_half"]
 start = int((loss_curve[:-span] - loss_curve[span:]).argmax())  # where the loss falls most over `span` evaluations
@@ -764,6 +766,10 @@ print(f"steepest fall over {span * EVAL_EVERY} steps: {loss_curve[start]:.2f} at
 # same hundred steps as the scores climb (the printed lines: the steepest hundred steps against the
 # hundred before them), through the bag floor to well under half of it. The two heads are only
 # useful together, which is why they appear together.
+#
+# The model also ends below the loss of copying from after every earlier occurrence of the current
+# token (section 1): where a token repeats in the first half, it does not split its bet between the
+# tokens that followed each occurrence; it uses the position too, since the copy runs in order.
 #
 # One run is one draw. The next cell trains the same model from other initialisations, on other
 # batches, and counts how often the same thing happens: a fall from above the bag floor to below
