@@ -6,12 +6,30 @@ writes lives at the course's root, where nbgrader keeps it by default (grader/la
 command runs is in grader/pipeline.
 """
 
+from pathlib import Path
+
+from nbgrader.apps import NbGrader
+from traitlets.config import Application
+
 from grader import pipeline
 from grader.course import REPO
-from grader.layout import AUTOGRADED, FEEDBACK, GRADEBOOK, SUBMITTED
+from grader.errors import OldGradingData
+from grader.layout import AUTOGRADED, FEEDBACK, GRADEBOOK, SUBMITTED, refuse_old_data
 from grader.sandbox.limits import ONE_BLAS_THREAD
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+
+# ---- grading data an earlier version left in grader/state/
+# `python -m grader` refuses it (grader/layout.py). A plain `nbgrader ...` command, run in the course's
+# folder, must stop too, before it starts a new, empty gradebook at the root: an exception would not
+# stop it (traitlets logs a config file that raises and goes on without it), so the command exits here
+# with the same message. A Jupyter server that reads this file (the formgrader's) is not stopped.
+if Application.initialized() and isinstance(Application.instance(), NbGrader):
+    for course_root in dict.fromkeys((REPO, Path.cwd().resolve())):
+        try:
+            refuse_old_data(course_root)
+        except OldGradingData as error:
+            raise SystemExit(f"nbgrader stopped: {error}") from None
 
 # ---- where things are
 c.CourseDirectory.root = str(REPO)

@@ -3,8 +3,11 @@ published; a course with data still in the old grader/state/ is refused, with th
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,6 +92,26 @@ def test_every_grading_command_stops_on_data_in_the_old_place_naming_it_and_the_
     assert "make move-grading-data" in text and f"python -m grader move-grading-data --course {root}" in text
     assert (root / OLD_STATE / "gradebook.db").read_text() == "grades"  # nothing moved by the refusal
     assert not (root / "gradebook.db").exists() and not (root / "submitted").exists()
+
+
+def test_a_plain_nbgrader_command_in_the_course_stops_on_old_data_too_before_it_starts_a_gradebook(tmp_path):
+    """traitlets only logs a config file that raises: the course's configuration exits instead."""
+    def plain(root: Path, *argv: str) -> subprocess.CompletedProcess:
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # nbgrader runs alembic
+        return subprocess.run([sys.executable, "-m", "nbgrader", *argv], cwd=root, capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "PATH": path})
+
+    root = old_course(tmp_path / "course", {"gradebook.db": "grades", "submitted/ada/x/x.ipynb": "{}"})
+    done = plain(root, "autograde", LESSON)
+    assert done.returncode != 0, done
+    assert f"nbgrader stopped: grading data found in {root / OLD_STATE}" in done.stderr, done.stderr
+    assert "make move-grading-data" in done.stderr, done.stderr
+    assert not (root / "gradebook.db").exists() and not (root / "submitted").exists()
+    (root / OLD_STATE / "gradebook.db").unlink()
+    shutil.rmtree(root / OLD_STATE / "submitted")
+    done = plain(root, "db", "student", "list")  # the control: nothing left in the old place, the command runs
+    assert done.returncode == 0 and "nbgrader stopped" not in done.stderr, done
+    assert (root / "gradebook.db").exists()
 
 
 def test_the_refusal_needs_data_a_course_with_only_the_old_readme_or_no_old_folder_is_not_refused(tmp_path):
