@@ -67,8 +67,9 @@ def exits(tree: ast.AST) -> list[int]:
     return found
 
 
-# The command line: the course's, and the student commands' that it and a student distribution run.
-COMMAND_LINE = {GRADER / "__main__.py", GRADER / "student" / "cli.py"}
+# The command line: the course's, the student commands' that it and a student distribution run, and
+# the configuration a plain `nbgrader ...` command reads, which can stop that command only by exiting.
+COMMAND_LINE = {GRADER / "__main__.py", GRADER / "student" / "cli.py", GRADER / "nbgrader_config.py"}
 
 
 def test_no_library_module_ends_the_process():
