@@ -48,7 +48,7 @@
 #
 # **What you'll need**
 # - the multi-head layer of Lessons 3 and 4, the causal mask of Lesson 6, and the backward pass
-#   and finite-difference check of Lesson 7.
+#   and finite-difference check of Lesson 7. The exercises use NumPy alone (no torch, no scipy).
 #
 # Six graded exercises sit in the lesson, each where its idea is taught. Their visible checks run
 # as you work; hidden tests with fresh inputs run when your notebook is graded.
