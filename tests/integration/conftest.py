@@ -2,7 +2,8 @@
 
 `graded` grades fixture submissions (tests/fixtures/<lesson>/submissions.toml) and cheats
 (tests/fixtures/cheats/<lesson>.toml) of every lesson in one batch: under `make test` each lesson's
-core four (the reference, the untouched release, one common mistake, one cheat), and all of them
+core fixtures (the reference, one common mistake, one cheat, and one lesson's untouched release:
+tests.support.core_variants), and all of them
 when the session runs any exhaustive test (`make test-all`). It grades with the course's own grader
 (grader.grading.running.supervisor, one more at a time than there are cores), once per test session; the
 round trip and the cheat suite both read it. Both are built once for all xdist workers, usually in
