@@ -16,6 +16,7 @@ or ignored silently.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,7 +155,8 @@ def refuse_old_data(root: Path) -> None:
         f"It now lives at the course's root ({', '.join(GRADING_DATA)}), and nothing grades, releases or "
         "overrides until it is moved there. Move it, in the course's folder, with:\n"
         f"    {MOVE_COMMAND}\n"
-        f"(python -m grader move-grading-data{'' if root == _repo() else f' --course {root}'}), then run "
+        f"(python -m grader move-grading-data{'' if root == _repo() else f' --course {shlex.quote(str(root))}'}), "
+        "then run "
         "the command again.")
 
 

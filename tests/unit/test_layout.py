@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -83,13 +84,15 @@ MID_TERM = {"README.md": "the old README", "gradebook.db": "grades", "submitted/
                                   ["hub-release", LESSON], ["hub-collect", LESSON]])
 def test_every_grading_command_stops_on_data_in_the_old_place_naming_it_and_the_command_that_moves_it(
         tmp_path, argv, capsys):
-    root = old_course(tmp_path / "course", {"gradebook.db": "grades", "submitted/ada/x/x.ipynb": "{}",
-                                           "README.md": "the old README"})
+    root = old_course(tmp_path / "my course é", {"gradebook.db": "grades", "submitted/ada/x/x.ipynb": "{}",
+                                                 "README.md": "the old README"})
     with pytest.raises(SystemExit) as stopped:
         cli.main([*argv, "--course", str(root)])
     text = str(stopped.value.code)
     assert f"grading data found in {root / OLD_STATE}" in text and "gradebook.db, submitted/." in text, text
-    assert "make move-grading-data" in text and f"python -m grader move-grading-data --course {root}" in text
+    assert "make move-grading-data" in text, text
+    command = re.search(r"\((python -m grader move-grading-data .*)\), then", text).group(1)
+    assert shlex.split(command)[-2:] == ["--course", str(root)], command  # pasted into a shell, the path is one word
     assert (root / OLD_STATE / "gradebook.db").read_text() == "grades"  # nothing moved by the refusal
     assert not (root / "gradebook.db").exists() and not (root / "submitted").exists()
 
