@@ -15,6 +15,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from grader.course import lesson_ids, student_notebook
 from tests.support import (
     FIXTURES,
+    UNTOUCHED_IN_MAKE_TEST,
     batch_scores,
     build,
     build_notebook,
@@ -42,6 +43,12 @@ def test_every_lesson_has_round_trip_fixtures(lesson):
     assert any(v.lost and v.lost != "all" for v in variants(lesson)), "add submissions with common mistakes"
 
 
+def test_make_test_grades_exactly_one_untouched_release():
+    """The one untouched release `make test` grades is a lesson's (a renamed lesson would leave none)."""
+    graded_untouched = [lesson for lesson in lesson_ids() for v in core_variants(lesson) if v.name == "untouched"]
+    assert graded_untouched == [UNTOUCHED_IN_MAKE_TEST], graded_untouched
+
+
 def test_fixture_submission_scores_exactly_as_expected(graded, lesson_id, variant):
     result = graded.result(lesson_id, variant.name)
     assert result.status == "graded", result.reason
@@ -53,7 +60,8 @@ def test_fixture_submission_scores_exactly_as_expected(graded, lesson_id, varian
 def test_plain_nbgrader_autograde_agrees_with_the_course_grader(graded, tmp_path):
     """An instructor's own `nbgrader autograde` gives the same scores as `python -m grader autograde`,
     and refuses what it refuses: fixtures of the round trip, and damaged notebooks of the batch table."""
-    chosen = core_variants(AGREEMENT_LESSON)
+    core = core_variants(AGREEMENT_LESSON)  # and the untouched release, whichever lesson make test grades it in
+    chosen = [v for v in variants(AGREEMENT_LESSON) if v in core or v.name == "untouched"]
     damaged = {name: BATCH[name] for name in ("stray_grade_cell", "metadata_without_id", "edited_test_metadata",
                                               "stripped_plus_a_cell")}
     course = make_course(tmp_path / "stock", lessons=[AGREEMENT_LESSON])

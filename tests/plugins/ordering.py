@@ -18,7 +18,7 @@ SLOW_FIRST = [
     "tests/e2e/test_hub.py",
     "tests/integration/test_release_drift.py",
     "tests/integration/test_sandbox_limits.py",  # waits for wall-clock backstops: beside the batch, which uses the CPU
-    "tests/integration/test_grading_term.py",
+    "tests/integration/test_grading_term.py",  # waits for its grading processes: beside the batch too
     "solutions/05-pytorch-module/05-pytorch-module.ipynb",
     "solutions/09-learning/09-learning.ipynb",
     "solutions/13-cross-attention/13-cross-attention.ipynb",
