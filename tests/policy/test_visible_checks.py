@@ -220,7 +220,7 @@ def completions(check: Check, cases: list[Case], candidate):
     """(cases, candidate) pairs to try: as they are, and, for a function that requires fewer positional
     arguments than the exercise and lacks only arrays (a gain and a bias, not a block size), the cases with
     each array it lacks set to all ones or all zeros (each combination), the function called with the
-    arguments it takes."""
+    arguments and keywords it takes."""
     yield cases, candidate
     taken, required = required_positional(candidate), required_positional(check.reference)
     if taken is None or required is None or not 0 < required - taken <= MOST_MISSING:
@@ -229,8 +229,12 @@ def completions(check: Check, cases: list[Case], candidate):
                for case in cases):
         return
 
-    def shortened(*args, **kwargs):
-        return candidate(*args[:taken])
+    parameters = inspect.signature(candidate).parameters.values()
+    any_keyword = any(p.kind == p.VAR_KEYWORD for p in parameters)
+    accepted = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+    def shortened(*args, **kwargs):  # the keywords it takes (an eps, an axis) pass through; the others are dropped
+        return candidate(*args[:taken], **{k: v for k, v in kwargs.items() if any_keyword or k in accepted})
 
     for fills in itertools.product(NEUTRAL_FILLS, repeat=required - taken):
         completed = [dataclasses.replace(case, args=case.args[:taken] + tuple(
@@ -458,3 +462,17 @@ def test_the_scan_finds_the_answers_issue_40_found(old_lesson, tmp_path, monkeyp
     found = answers_in_test_cells(old_lesson, old) + answers_among_given_functions(old_lesson, old)
     for grade_id, words in OLD_ANSWERS[old_lesson]:
         assert any(line.startswith(grade_id) and words in line for line in found), (grade_id, words, found)
+
+
+def test_a_helper_without_the_gain_and_bias_is_completed_with_the_keywords_it_takes():
+    """A LayerNorm without gain and bias answers Lesson 11's Exercise 1 once they are ones and zeros; the eps
+    each case gives reaches it (a helper called with its own default eps would miss every case below)."""
+    check = load_spec("11-transformer-block").checks["test_layer_norm"]
+    cases = [dataclasses.replace(case, kwargs={**case.kwargs, "eps": 10.0})  # an eps far from any default
+             for case in check.cases(seeded(0, "test_layer_norm")) if len(case.args) == 3]
+
+    def unit_layer_norm(x, eps=1e-5):
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+
+    assert len(cases) >= 3 and not nearly_passes(check, cases, unit_layer_norm)  # as it is, it lacks gamma and beta
+    assert any(nearly_passes(check, tried, f) for tried, f in completions(check, cases, unit_layer_norm))
