@@ -105,7 +105,7 @@ tidy_figures()  # labels and colourbars placed without overlap
 #
 # Write `cross_attention(x_q, x_kv, mask, Wq, Wk, Wv, Wo, h)`: `x_q` `(B, T_q, C)`, `x_kv`
 # `(B, T_k, C)`, `mask` boolean and broadcastable to `(B, T_q, T_k)`, four `(C, C)` weights and the
-# head count `h` (which divides $C$). Return the pair `(out, weights)`: `out` `(B, T_q, C)` and
+# head count `h` (which divides $C$; the head size is $hs = C / h$). Return the pair `(out, weights)`: `out` `(B, T_q, C)` and
 # `weights` `(B, h, T_q, T_k)`. Requirements: scale by $\sqrt{hs}$; a fully masked row has weights
 # 0 and output 0; no floating-point warning (no `-inf - (-inf)`), without changing NumPy's warning
 # settings; the inputs are not modified. The given `split_heads` and `merge_heads` below are
@@ -195,10 +195,19 @@ def check_cross_attention(x_q, x_kv, mask, W, h):
     rows = weights.sum(axis=-1)  # (B, h, T_q)
     assert np.allclose(rows[np.broadcast_to(~empty, rows.shape)], 1.0), "each row that allows a key must sum to 1"
     assert np.all(out[empty[:, 0]] == 0), "a fully masked row must give output 0"
-    # Heads: the output is the sum of what each head would give alone (Lesson 4), with its blocks of the weights.
+    # Heads: the output is the sum of what each head would give alone (Lesson 4). Head i alone is a one-head
+    # call with (C, C) weights that keep only head i's columns (rows of Wo), the rest zero; its query weights
+    # are multiplied by sqrt(C / hs), so that one head's scaling by sqrt(C) equals head i's by sqrt(hs).
     hs = C // h
-    per_head = [cross_attention(x_q, x_kv, mask, W[0][:, i * hs:(i + 1) * hs], W[1][:, i * hs:(i + 1) * hs],
-                                W[2][:, i * hs:(i + 1) * hs], W[3][i * hs:(i + 1) * hs], 1) for i in range(h)]
+
+    def head_alone(i):
+        keep = np.zeros((C, C))
+        keep[:, :hs] = 1.0
+        cols = [np.roll(w, -i * hs, axis=1) * keep for w in W[:3]]  # head i's columns moved to the front
+        Wo_i = np.roll(W[3], -i * hs, axis=0) * keep.T  # head i's rows of Wo, moved to the front
+        return cross_attention(x_q, x_kv, mask, cols[0] * np.sqrt(C / hs), cols[1], cols[2], Wo_i, 1)
+
+    per_head = [head_alone(i) for i in range(h)]
     assert np.allclose(weights, np.concatenate([w for _, w in per_head], axis=1), atol=1e-12), (
         "head i's weights differ from those of head i computed alone: split the projections into heads with "
         "split_heads, and scale by sqrt(hs), the head size")
@@ -1009,25 +1018,13 @@ print(f"greedy decoding, held-out: token accuracy {(decoded == held_out[2])[real
 # the errors that follow an error.
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_step", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-def _plain_cross_attention(x_q, x_kv, mask, Wq, Wk, Wv, Wo, h):
-    """Attention with -inf for blocked scores and nothing more: right when every row allows a key (true below).
-    Used in place of yours while your decoder_step is checked, so Exercise 1 is graded on its own."""
-    Q, K, V_ = split_heads(x_q @ Wq, h), split_heads(x_kv @ Wk, h), split_heads(x_kv @ Wv, h)
-    weights = softmax(np.where(np.expand_dims(mask, -3), Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), -np.inf))
-    return merge_heads(weights @ V_) @ Wo, weights
-
-
-def check_decoder_step(params, source, decoder_in, h):
-    """Visible check: step by step from an empty cache, against the teacher-forced forward pass."""
-    students = globals().get("cross_attention")
-    globals()["cross_attention"] = _plain_cross_attention  # Exercise 1 is graded on its own
-    try:
-        expected, forward_cache = seq2seq_forward(params, source, decoder_in, h)
-    finally:
-        globals()["cross_attention"] = students
-    cross_kv = cross_keys_values(params, forward_cache["memory"], h)
-    step_params, valid = decoder_params(params), source != PAD
-    B, hs = len(source), params["U"].shape[0] // h
+def check_decoder_step(params, memory, valid, decoder_in, h, expected):
+    """Visible check: step by step from an empty cache, on a memory (B, S, C) drawn at random. `expected` (B, T)
+    holds, for every sequence and step, the teacher-forced forward pass's logits on that memory, projected on the
+    fixed direction `probe` below: stored numbers, so that this check does not need your Exercise 1."""
+    cross_kv = cross_keys_values(params, memory, h)
+    step_params = decoder_params(params)
+    B, hs = len(memory), params["U"].shape[0] // h
     cache = (np.zeros((B, h, 0, hs)), np.zeros((B, h, 0, hs)))
     kept = [np.array(a, copy=True) for a in (*cross_kv, valid)]
     for t in range(decoder_in.shape[1]):
@@ -1042,12 +1039,12 @@ def check_decoder_step(params, source, decoder_in, h):
         assert all(np.array_equal(a, b) for a, b in zip(cache, given, strict=True)) and all(
             np.array_equal(a, b) for a, b in zip((*cross_kv, valid), kept, strict=True)), "decoder_step modified its inputs"
         logits = np.asarray(logits)
-        assert logits.shape == expected[:, t].shape, f"logits should be (B, V) = {expected[:, t].shape}, got {logits.shape}"
+        assert logits.shape == (B, len(params["U"][0])), f"logits should be (B, V) = {(B, len(params['U'][0]))}, got {logits.shape}"
         K_self, V_self = (np.asarray(a) for a in new_cache)
         assert K_self.shape == V_self.shape == (B, h, t + 1, hs), (
             f"step {t}: the cache should be (B, h, t + 1, hs) = {(B, h, t + 1, hs)}, got {K_self.shape}: append this "
             "position's k and v along the positions axis")
-        if not np.allclose(logits, expected[:, t], atol=1e-9):
+        if not np.allclose(logits @ probe(logits.shape[-1]), expected[:, t], atol=1e-8):
             hint = ("the first step is wrong: check the position (t = the cache's length), the LayerNorms, and that "
                     "the cross-attention blocks the padded source positions" if t == 0 else
                     "the first steps are right, a later one is not: feed each token at position t = the cache's "
@@ -1056,10 +1053,23 @@ def check_decoder_step(params, source, decoder_in, h):
         cache = (K_self, V_self)
 
 
-check_decoder_step(small_model(11), grad_source, np.array([[BOS, 5, 4], [BOS, 6, 3]]), 2)
-check_decoder_step(small_model(12, s_max=2, width=6), np.array([[4, 3, EOS], [5, EOS, PAD], [6, 3, EOS]]),
-                   np.array([[BOS, 3], [BOS, 4], [BOS, 5]]), 3)
-check_decoder_step(small_model(13, s_max=1, width=4), np.array([[5, EOS]]), np.array([[BOS]]), 1)
+def probe(vocab):
+    """A fixed direction (V,) on which the check compares logits."""
+    return np.cos(np.arange(vocab) + 0.5)
+
+
+# The teacher-forced forward pass's logits (B, T, V) on the three memories below, projected on probe(V): (B, T).
+EXPECTED_1 = np.array([[1.7324115071, 1.0930836576, 2.0523512817], [2.4800188325, 3.7866852932, 3.5076539839]])
+EXPECTED_2 = np.array([[-0.4188136997, 0.7387624284], [-0.5758136214, 0.7974238387], [-0.0065000915, 1.7944520607]])
+EXPECTED_3 = np.array([[-1.7942750516]])
+memory_rng = np.random.default_rng(14)
+check_decoder_step(small_model(11), memory_rng.standard_normal((2, 4, 8)), grad_source != PAD,
+                   np.array([[BOS, 5, 4], [BOS, 6, 3]]), 2, EXPECTED_1)
+check_decoder_step(small_model(12, s_max=2, width=6), memory_rng.standard_normal((3, 3, 6)),
+                   np.array([[True, True, True], [True, True, False], [True, True, True]]),
+                   np.array([[BOS, 3], [BOS, 4], [BOS, 5]]), 3, EXPECTED_2)
+check_decoder_step(small_model(13, s_max=1, width=4), memory_rng.standard_normal((1, 2, 4)), np.array([[True, True]]),
+                   np.array([[BOS]]), 1, EXPECTED_3)
 print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
