@@ -543,16 +543,23 @@ print("logits:", logits_init.shape, "(B, T, V)   encoder weights:", cache_init["
       "  decoder self weights:", cache_init["self_weights"].shape, "  cross weights:", cache_init["cross_weights"].shape)
 print(f"parameters: {sum(p.size for p in params_init.values()):,} in {len(params_init)} arrays")
 real_held = held_out[2] != PAD  # (256, 8): the real target positions
-print(f"loss at init: {masked_cross_entropy(logits_init, held_out[2], real_held)[0]:.3f}   log V = {np.log(V):.3f}")
+logit_std = float(logits_init[real_held].std(axis=-1).mean())  # the spread of each position's V logits, averaged
+print(f"loss at init: {masked_cross_entropy(logits_init, held_out[2], real_held)[0]:.3f}   log V = {np.log(V):.3f}   "
+      f"logit std {logit_std:.2f}, log V + std^2 / 2 = {np.log(V) + logit_std ** 2 / 2:.3f}")
 
 # %% [markdown]
 # Of the 14,176 parameters, 12,288 are the twelve `(C, C)` weights of the three attentions; the
 # embeddings, the unembedding and the five LayerNorms hold the rest. The three weight tensors have
 # the shapes of the masks' table above: `(S_max + 1, S_max + 1)`
 # per head in the encoder, `(T, T)` in the decoder's self-attention, `(T, S_max + 1)` in
-# cross-attention. At initialisation the loss is a little above $\log V$, the loss of a uniform
-# guess over the 16 tokens: the initial logits are spread (about 1 either side of their mean) but
-# not yet informative.
+# cross-attention.
+#
+# At initialisation the loss sits **above** $\log V$, the loss of a uniform guess over the 16
+# tokens, as in Lesson 12. The final LayerNorm gives every position's vector an RMS of 1 and $U$
+# starts at $\mathcal{N}(0, 1/C)$, so each logit has a standard deviation of about 1. For logits of
+# standard deviation $\sigma$ that carry no information about the target, the expected loss is about
+# $\log V + \sigma^2/2$ (the log-sum-exp grows by $\sigma^2/2$). The cell above prints the three
+# numbers: GAP_SENTENCE
 #
 # ### The backward pass
 #
@@ -804,23 +811,26 @@ plt.show()
 # positions, and goes on concentrating its weight on them.
 #
 # One run is one draw. The next cell trains the same model from other initialisations, on other
-# batches, and counts how often it gets there: a token accuracy of at least 0.99 with some head's
-# alignment above 0.8.
+# batches, and counts how often it gets there. The criterion, fixed before the runs: a held-out
+# token accuracy (teacher-forced) of at least 0.99 after 300 steps, with some head's alignment
+# above 0.8.
 
 # %%
-SEEDS = demo_size(full=4, small=1)
+SEEDS = demo_size(full=19, small=1)
 print(f"{SEEDS} more runs of {STEPS} steps: init default_rng(s), batches default_rng(100 + s), for s = 1 .. {SEEDS}")
 finals = [(history["accuracy"][-1], history["alignment"][-1].max())]
+models = [params_trained]  # every run's trained parameters, for the interventions of section 7
 for seed in range(1, SEEDS + 1):
-    _, history_seed = train(init_model(np.random.default_rng(seed=seed)), STEPS, data_seed=100 + seed, eval_every=STEPS)
+    params_seed, history_seed = train(init_model(np.random.default_rng(seed=seed)), STEPS, data_seed=100 + seed,
+                                      eval_every=STEPS)
+    models.append(params_seed)
     finals.append((history_seed["accuracy"][-1], history_seed["alignment"][-1].max()))
     print(f"seed {seed}: token accuracy {finals[-1][0]:.3f}, best head's alignment {finals[-1][1]:.2f}")
 reached = sum(accuracy >= 0.99 and alignment > 0.8 for accuracy, alignment in finals)
 print(f"accuracy >= 0.99 and an alignment above 0.8: {reached} of {len(finals)} runs (main run included)")
 
 # %% [markdown]
-# The count is the result to trust, not the one curve drawn. With 300 steps every run printed above
-# gets there; how quickly varies from run to run.
+# The count is the result to trust, not the one curve drawn. RATE_SENTENCE
 #
 # ## 7. The alignment, before and after training
 #
@@ -903,12 +913,90 @@ print(f"token accuracy, tokens drawn with repeats: {evaluate(params_trained, rep
       f"({with_repeat.sum()} of 256 sources hold a token twice)")
 print(f"  on the sources with a repeated token only: "
       f"{evaluate(params_trained, tuple(a[with_repeat] for a in repeats))[1]:.3f}")
+# Where the errors fall: is the previous output token (the decoder's input at t) a token the source holds twice?
+logits_rep, _ = seq2seq_forward(params_trained, *repeats[:2], H)
+wrong = (logits_rep.argmax(axis=-1) != repeats[2]) & (repeats[2] != PAD)  # (256, S_MAX): errors at real positions
+counts_in_source = np.array([np.bincount(row[:S], minlength=V) for row, S in zip(repeats[0], repeats[3], strict=True)])
+previous_repeated = np.take_along_axis(counts_in_source, repeats[1], axis=1) > 1  # (256, S_MAX); BOS counts 0
+real_rep = repeats[2] != PAD
+for label, where in (("previous output token repeated in the source", previous_repeated & real_rep),
+                     ("anywhere else", ~previous_repeated & real_rep)):
+    print(f"  {label}: {wrong[where].sum()} errors in {where.sum()} positions ({100 * wrong[where].mean():.1f}%)")
 
 # %% [markdown]
 # In the 300-step run, the encoder heads put much of their weight on the next position and almost
 # none on the previous one, and the model that reverses distinct tokens perfectly makes mistakes on
 # the sources that hold a token twice: both are what reading by content predicts, and what a model
-# that found its key by position alone would not show.
+# that found its key by position alone would not show. REPEAT_SENTENCE
+#
+# ### Two interventions
+#
+# Those are correlations. Two interventions test the mechanism directly, on the 256 held-out sources
+# with teacher forcing, in every trained model of section 6.
+#
+# **Replace the pattern.** Cross-attention reads $A V$: if the values carry each source token and the
+# rest of the decoder copies what it reads, then forcing a pattern must force the output. Each
+# output $t$ is made to read one source position $\pi_b(t)$, a random permutation of
+# $0 \dots S_b - 1$ (weight 1 there, in both heads), in place of the weights the model computes;
+# the cell counts how often the output is then the token at $\pi_b(t)$, and how often it is still
+# the reversal's answer.
+#
+# **Move the keys.** If each query finds its key by content, swapping two positions of the memory
+# (both their keys and their values move) changes nothing: the query finds the moved row where it
+# now is. If it found its key by position, the two outputs that read those positions would swap
+# their tokens. In every source two real token positions $i \ne j$ are drawn, $M_i$ and $M_j$
+# are swapped, and the cell counts, at the two outputs that read them ($t = S - 1 - i$ and
+# $S - 1 - j$), how often the output stays right and how often it becomes the other token.
+
+# %%
+def decoder_on(params, memory, source, decoder_in, h, pattern=None):
+    """The teacher-forced decoder on a given memory (B, S, C): logits (B, T, V). With `pattern` (B, T, S), every
+    cross-attention head uses it in place of its own weights."""
+    T = decoder_in.shape[1]
+    y = params["E"][decoder_in] + params["P_dec"][:T]  # (B, T, C)
+    b1 = layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
+    y1 = y + cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)), *weights_of(params, "dec."), h)[0]
+    b2 = layer_norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
+    if pattern is None:
+        read = cross_attention(b2, memory, (source != PAD)[:, None, :], *weights_of(params, "dec.cross_"), h)[0]
+    else:
+        values = split_heads(memory @ params["dec.cross_Wv"], h)  # (B, S, C) -> (B, h, S, hs)
+        read = merge_heads(pattern[:, None] @ values) @ params["dec.cross_Wo"]  # (B, 1, T, S) @ (B, h, S, hs) -> (B, T, C)
+    return layer_norm(y1 + read, params["lnf_gamma"], params["lnf_beta"]) @ params["U"]  # (B, T, V)
+
+
+source_h, decoder_h, target_h, lengths_h = held_out
+real_h = target_h != PAD  # (256, S_MAX)
+rows_h = np.arange(len(lengths_h))
+intervention_rng = np.random.default_rng(9)
+read_at = np.zeros((256, S_MAX), dtype=int)  # (B, T): the source position each output is made to read
+for b, S in enumerate(lengths_h):
+    read_at[b, :S] = intervention_rng.permutation(S)
+forced = np.eye(S_MAX + 1)[read_at]  # (B, T, S_MAX + 1): one-hot rows
+swap = np.array([intervention_rng.choice(S, size=2, replace=False) for S in lengths_h])  # (B, 2): i != j
+outputs_hit = lengths_h[:, None] - 1 - swap  # (B, 2): the outputs that read positions i and j
+results = []
+for params_run in models:
+    memory_run, _ = encode(params_run, source_h, H)
+    chosen = decoder_on(params_run, memory_run, source_h, decoder_h, H, forced).argmax(axis=-1)  # (B, T)
+    follows = (chosen == np.take_along_axis(source_h, read_at, axis=1))[real_h].mean()
+    still_reversal = (chosen == target_h)[real_h].mean()
+    moved = memory_run.copy()
+    moved[rows_h, swap[:, 0]], moved[rows_h, swap[:, 1]] = memory_run[rows_h, swap[:, 1]], memory_run[rows_h, swap[:, 0]]
+    chosen = decoder_on(params_run, moved, source_h, decoder_h, H).argmax(axis=-1)  # same padding mask
+    at_hit = np.take_along_axis(chosen, outputs_hit, axis=1)  # (B, 2)
+    stays = (at_hit == np.take_along_axis(target_h, outputs_hit, axis=1)).mean()
+    becomes_other = (at_hit == np.take_along_axis(target_h, outputs_hit[:, ::-1], axis=1)).mean()
+    results.append((follows, still_reversal, stays, becomes_other))
+results = np.array(results)  # (runs, 4)
+print(f"share of outputs, main run; then over all {len(models)} runs: min, median, max")
+for k, label in enumerate(("forced pattern: the token at the forced position", "forced pattern: still the reversal",
+                           "memory rows swapped: still right", "memory rows swapped: the other token")):
+    print(f"  {label:50s} {results[0, k]:.3f};   {results[:, k].min():.3f} {np.median(results[:, k]):.3f} "
+          f"{results[:, k].max():.3f}")
+
+# %% [markdown]
+# INTERVENTION_SENTENCE
 #
 # ## 8. Greedy decoding, and what the encoder's keys and values save
 #
@@ -1014,8 +1102,9 @@ print(f"greedy decoding, held-out: token accuracy {(decoded == held_out[2])[real
 
 # %% [markdown]
 # Greedy decoding feeds the model its own outputs instead of the right answers; where it is right
-# at every step, it feeds exactly what teacher forcing fed, so its accuracy can only be lower by
-# the errors that follow an error.
+# at every step, it feeds exactly what teacher forcing fed. So the two can differ only at the
+# positions after greedy decoding's first error, and there in either direction: a wrong token fed
+# back may lead to more errors, or by chance to the right token where teacher forcing's was wrong.
 
 # %% nbgrader={"grade": true, "grade_id": "test_decoder_step", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 def check_decoder_step(params, memory, valid, decoder_in, h, expected):
@@ -1092,10 +1181,33 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 #
 # $$\sum_{t=1}^{T} (2 S_k + 2t) = 2 T S_k + T (T + 1) .$$
 #
-# The cell checks the first count against the caches that decoding builds, and prints both for the
-# longest sources, $S_k = 9$ and $T = 8$:
+# The cell counts both by running them. The decoder's four key and value weights are wrapped in
+# `CountedWeight`, an array that adds up the rows of every matrix product it is the right-hand
+# side of, `x @ W` with `x` `(..., n, C)` counting $n$ times the size of the batch axes. The count
+# is then of what the code really computes, for one source of the longest length,
+# $S_k = 9$ and $T = 8$:
 
 # %%
+class CountedWeight(np.ndarray):
+    """A weight matrix that counts the rows it projects: every `x @ W` adds x's number of rows to `counter`."""
+
+    counter = {"rows": 0}
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [np.asarray(x) for x in inputs]  # the same arrays, without the wrapper
+        if ufunc is np.matmul and method == "__call__" and inputs[-1] is self:
+            CountedWeight.counter["rows"] += int(np.prod(np.shape(inputs[0])[:-1]))  # (..., n, C): all but C
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+
+def counting_params(params):
+    """A copy of params whose decoder key and value weights (self- and cross-attention) count their rows."""
+    counted = dict(params)
+    for name in ("dec.Wk", "dec.Wv", "dec.cross_Wk", "dec.cross_Wv"):
+        counted[name] = np.asarray(params[name]).view(CountedWeight)
+    return counted
+
+
 def decode_by_recomputing(params, source, h, steps=S_MAX):
     """Greedy decoding that reruns the whole forward pass, encoder included, on the prefix at every step."""
     decoder_in = np.full((len(source), 1), BOS)
@@ -1106,19 +1218,17 @@ def decode_by_recomputing(params, source, h, steps=S_MAX):
 
 
 S_k, T_out = S_MAX + 1, S_MAX
-memory_one, _ = encode(params_trained, held_out[0][:1], H)
-K_c, V_c = cross_keys_values(params_trained, memory_one, H)
-cache_one = (np.zeros((1, H, 0, C // H)),) * 2
-tokens_one = np.array([BOS])
-for _ in range(T_out):
-    logits_one, cache_one = decoder_step(decoder_params(params_trained), tokens_one, cache_one, (K_c, V_c),
-                                         held_out[0][:1] != PAD)
-    tokens_one = logits_one.argmax(axis=-1)
-rows = K_c.shape[2] + cache_one[0].shape[2]  # source rows projected once + positions fed once
-print(f"with reuse: key rows held after {T_out} steps = {K_c.shape[2]} (source) + {cache_one[0].shape[2]} (fed) = "
-      f"{rows}; key and value projections 2 x {rows} = {2 * rows} = 2 S_k + 2 T: {2 * rows == 2 * S_k + 2 * T_out}")
-print(f"recomputing every step: 2 T S_k + T (T + 1) = {2 * T_out * S_k + T_out * (T_out + 1)}"
-      f" ({(2 * T_out * S_k + T_out * (T_out + 1)) / (2 * S_k + 2 * T_out):.1f}x as many)")
+longest = held_out[0][held_out[3] == S_MAX][:1]  # one source of S_MAX tokens: (1, S_k)
+counts = {}
+for name, decoder in (("with reuse", greedy_decode), ("recomputing", decode_by_recomputing)):
+    CountedWeight.counter["rows"] = 0
+    decoder(counting_params(params_trained), longest, H)
+    counts[name] = CountedWeight.counter["rows"]
+print(f"with reuse: {counts['with reuse']} key and value projections counted; "
+      f"2 S_k + 2 T = {2 * S_k + 2 * T_out}: {counts['with reuse'] == 2 * S_k + 2 * T_out}")
+print(f"recomputing every step: {counts['recomputing']} counted; 2 T S_k + T (T + 1) = "
+      f"{2 * T_out * S_k + T_out * (T_out + 1)}: {counts['recomputing'] == 2 * T_out * S_k + T_out * (T_out + 1)} "
+      f"({counts['recomputing'] / counts['with reuse']:.1f}x as many)")
 same = np.array_equal(decode_by_recomputing(params_trained, held_out[0][:64], H), greedy_decode(params_trained, held_out[0][:64], H))
 print("the two decoders choose the same tokens on 64 held-out sources:", same)
 
