@@ -905,8 +905,10 @@ draw_cross_attention(params_trained, f"Cross-attention after {STEPS} steps of tr
 # %% [markdown]
 # *Figure: after training, look for the bright anti-diagonal: output 0 reads the last token,
 # output $S - 1$ the first, at every length. Compare the target token on each row's tick with the
-# source token on the column it lights up: they are the same token. The last row, the `EOS`
-# output, has no source token to copy.*
+# source token on the column it lights up: in most rows both heads light up the target's own
+# token. Where one head lights up a neighbour instead (head 0 at output 3 of the source of length
+# 5, head 1 at output 3 of the source of length 8), the other head reads the right position: the
+# two heads share the work. The last row, the `EOS` output, has no source token to copy.*
 #
 # ### How does a query find its key?
 #
