@@ -1006,7 +1006,7 @@ rows_h = np.arange(len(lengths_h))
 intervention_rng = np.random.default_rng(9)
 read_at = np.zeros((256, T_MAX), dtype=int)  # (B, T): the source position each output is made to read
 for b, S in enumerate(lengths_h):
-    read_at[b, :S], read_at[b, S] = intervention_rng.permutation(S), S  # the EOS output reads the source's EOS
+    read_at[b, :S], read_at[b, S] = intervention_rng.permutation(S), S  # the EOS output reads the EOS of the source
 forced = np.eye(S_MAX + 1)[read_at]  # (B, T, S_MAX + 1): one-hot rows
 swap = np.array([intervention_rng.choice(S, size=2, replace=False) for S in lengths_h])  # (B, 2): i != j
 outputs_hit = lengths_h[:, None] - 1 - swap  # (B, 2): the outputs that read positions i and j
@@ -1320,7 +1320,7 @@ print(f"CPU time, 256 sources, up to {T_MAX} steps: with reuse {1e3 * reuse_cpu:
 # Cross-attention is older than the Transformer. The encoder–decoders of 2014 were recurrent
 # networks (RNNs): the encoder read the source one token at a time into a hidden state, and the
 # decoder had to write the whole target from its **last** hidden state, one vector of fixed size
-# whatever the source's length. Bahdanau, Cho and Bengio, *Neural Machine Translation by Jointly
+# whatever the length of the source. Bahdanau, Cho and Bengio, *Neural Machine Translation by Jointly
 # Learning to Align and Translate* (2014, arXiv:1409.0473), named that vector the bottleneck and
 # removed it: at every output step the decoder scores every encoder state $h_j$ against its own
 # state $s$, takes a softmax over the source positions, and reads the weighted mix of the
