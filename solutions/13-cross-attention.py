@@ -1407,9 +1407,9 @@ plt.show()
 # predicting each target token from everything before it. What the encoder–decoder does differently:
 #
 # - **The source is read both ways.** The encoder's self-attention has no causal mask, so every
-#   source position sees the whole source; the measurements of section 7 suggest that this
-#   lesson's encoder uses it to write the next token into each position. In a decoder-only model a
-#   source position sees only what came before it.
+#   source position sees the whole source; in section 7, one of this lesson's encoder heads puts
+#   0.44 of its weight on the next position, which a causal encoder could not. In a decoder-only
+#   model a source position sees only what came before it.
 # - **The keys and values of the source are computed once.** Cross-attention reads a fixed memory;
 #   each decoding step adds only its own row to the decoder's self-attention cache. A decoder-only
 #   model keeps the keys and values of the source in the same cache as the output's, which saves
