@@ -21,7 +21,7 @@ from grader.pipeline.feedback_summary import (
     number,
     write_summary,
 )
-from grader.pipeline.safe_feedback_page import CSP
+from grader.page_policy import CSP
 from tests.support import feedback_page
 
 LESSON = "03-parallel-heads"

@@ -140,7 +140,8 @@ def test_repair_cells_restores_a_run_of_deleted_cells_where_the_self_check_does(
 
 
 def test_a_feedback_page_carries_a_strict_policy_and_a_size_cap():
-    from grader.pipeline.safe_feedback_page import CSP, harden
+    from grader.page_policy import CSP
+    from grader.pipeline.safe_feedback_page import harden
 
     safe = harden("<html><head></head><body><p>ok</p></body></html>")
     assert safe.index(CSP) < safe.index("<body>") and "default-src 'none'" in CSP
