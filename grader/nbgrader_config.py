@@ -68,6 +68,12 @@ c.Execute.shutdown_kernel = "immediate"
 c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal", "--HistoryManager.hist_file=:memory:"]
 # ---- the sandbox and its limits, per submission (docs/trust.md)
 c.GuardedExecute.sandbox = True  # `--unsafe-no-sandbox` turns it off, and every result then says so
+# Two memory limits, two meanings. memory_limit is each process's address space (RLIMIT_AS): the hidden
+# memory cases of the lessons depend on it (a full (T, T) table must not fit: MEMORY_CASE_T in
+# solutions/10-attention-cost.checks.py, checked by tests/integration/test_10_attention_cost.py); raise
+# those cases with it. tree_memory_limit is the resident memory of the kernel's whole cgroup (shm, tmpfs
+# and memfd pages included): what one submission may take from the machine, which
+# tests/integration/test_hostile.py reads back from this file.
 c.KernelLimits.memory_limit = 4 * 1024**3  # bytes of address space per process; NumPy reserves ~1 GiB at start
 c.KernelLimits.tree_memory_limit = 3 * 1024**3  # bytes of resident memory of the whole process tree
 c.KernelLimits.max_processes = 64  # processes of the tree (and, with a uid of its own, threads)

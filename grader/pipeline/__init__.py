@@ -5,11 +5,18 @@ steps, nbgrader's own and the course's, exactly as they run. grader/nbgrader_con
 them, so reading this file tells you what every nbgrader command of the course does.
 """
 
+
 from __future__ import annotations
 
 PIPELINE = "grader.pipeline"
 NBGRADER = "nbgrader.preprocessors"
 NBCONVERT = "nbconvert.preprocessors"
+
+# nbgrader steps the course leaves out of nbgrader's own pipelines, and why.
+LEFT_OUT = {
+    "nbgrader.preprocessors.AssignLatePenalties": "the course's late policy decides lateness and penalty "
+                                                   "(grader/grading/policy/late.py)",
+}
 
 
 def release_steps() -> list[str]:
@@ -54,7 +61,9 @@ def autograde_steps() -> list[str]:
         f"{NBGRADER}.LimitOutput",
         f"{PIPELINE}.verify_trusted_checks.VerifyTrustedChecks",  # the verdict, decided outside the kernel
         f"{NBGRADER}.SaveAutoGrades",
-        f"{NBGRADER}.AssignLatePenalties",
+        # nbgrader's AssignLatePenalties is left out: the course's late policy decides lateness and
+        # penalty from the LMS's time (grader/grading/policy/late.py); nbgrader's step, with no due
+        # date in the gradebook and its plugin's "none" method, only ever wrote a penalty of 0.
         f"{PIPELINE}.check_cell_metadata.CheckCellMetadata",  # nbgrader's, its schema checked once
     ]
 

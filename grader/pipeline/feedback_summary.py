@@ -28,6 +28,7 @@ from pathlib import Path
 import jinja2
 
 from grader.errors import CourseError
+from grader.points import number
 from grader.safe_text import for_terminal
 
 SLOT = '<section id="course-summary">'  # exactly as the feedback template writes it
@@ -78,12 +79,6 @@ class FeedbackSummary:
         for name in ("student_name", "student_id", "lesson", "lateness"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"FeedbackSummary.{name} must be text, not {getattr(self, name)!r}")
-
-
-def number(value: float) -> str:
-    """Points as a person writes them: at most two decimals, no trailing zeros ("7", "6.3", "0.25")."""
-    text = f"{float(value):.2f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
 
 
 def render_summary(summary: FeedbackSummary) -> str:

@@ -91,6 +91,29 @@ def another_lesson(nb, release, others: dict[str, set[str]] | Callable[[], dict[
     return ANOTHER_LESSON + (f" ({', '.join(which)})" if which else "")
 
 
+def other_lessons(release_root: Path, lesson: str,
+                  read: Callable[[Path], nbformat.NotebookNode] | None = None) -> dict[str, set[str]]:
+    """The grade_ids of every released lesson under `release_root` but `lesson`, by lesson (its folder's name).
+
+    `read` reads a released notebook (the batch passes one that reads each version once per process).
+    """
+    read = read or (lambda path: nbformat.read(path, as_version=4))
+    return {path.parent.name: set(cell_roles.cells_by_id(read(path)))
+            for path in sorted(release_root.glob("*/*.ipynb")) if path.parent.name != lesson}
+
+
+def refusal(nb, release, others: dict[str, set[str]] | Callable[[], dict[str, set[str]]],
+            limits: RepairCells) -> str | None:
+    """Why `nb` is refused before any kernel starts, or None: the one rule of both nbgrader's step
+    (`RepairCells`) and the batch's pre-check (grader.grading.running.triage).
+
+    `limits` is a RepairCells configured as the course is (`size_limits(config)`), so that
+    `c.RepairCells.size_factor`, `extra_cells` and `extra_characters` mean the same in both.
+    """
+    return too_large(nb, release, factor=limits.size_factor, extra_cells=limits.extra_cells,
+                     extra_characters=limits.extra_characters) or another_lesson(nb, release, others)
+
+
 class RepairCells(OverwriteCells):
     """nbgrader's OverwriteCells, also repairing stripped metadata, pasted cells and runs of deleted cells."""
 
@@ -105,9 +128,8 @@ class RepairCells(OverwriteCells):
         self._release = self._read_release(resources["nbgrader"]["assignment"], resources["nbgrader"]["notebook"])
         self._roles = None
         if self._release is not None:
-            refused = too_large(nb, self._release, factor=self.size_factor, extra_cells=self.extra_cells,
-                                extra_characters=self.extra_characters) or another_lesson(
-                nb, self._release, lambda: self._other_lessons(resources["nbgrader"]["assignment"]))
+            assignment = resources["nbgrader"]["assignment"]
+            refused = refusal(nb, self._release, lambda: other_lessons(self._release_root(), assignment), self)
             if refused:
                 raise ValueError(refused)
         for index, cell in enumerate(nb.cells, start=1):
@@ -178,14 +200,17 @@ class RepairCells(OverwriteCells):
             present.add(grade_cell.name)
         return nb, resources
 
-    def _other_lessons(self, assignment: str) -> dict[str, set[str]]:
-        """The grade_ids of every other released lesson of the course, by lesson."""
+    def _release_root(self) -> Path:
+        """The folder of every lesson's release (nbgrader's release directory)."""
         coursedir = CourseDirectory(config=self.config)
-        root = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)).parent
-        return {path.stem: set(cell_roles.cells_by_id(nbformat.read(path, as_version=4)))
-                for path in sorted(root.glob("*/*.ipynb")) if path.parent.name != assignment}
+        return Path(coursedir.format_path(coursedir.release_directory, ".", "x")).parent
 
     def _read_release(self, assignment: str, name: str):
         coursedir = CourseDirectory(config=self.config)
         path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / f"{name}.ipynb"
         return nbformat.read(path, as_version=4) if path.is_file() else None
+
+
+def size_limits(config) -> RepairCells:
+    """The size limits of `config` (its `RepairCells` settings), for `refusal` outside nbgrader's pipeline."""
+    return RepairCells(config=config)

@@ -27,10 +27,9 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from traitlets import Integer, Unicode, default, validate
 
+from grader.page_policy import META
 from grader.pipeline.clean_feedback import clean_html, math
 
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; "
-       "form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
 TEMPLATE = "course_feedback"
 TEMPLATES = str(Path(__file__).resolve().parent / "feedback_template")
 # What nbconvert's HTMLExporter adds after rendering, as its BeautifulSoup pass does.
@@ -128,7 +127,7 @@ def harden(page: str, *, max_bytes: int = 0, scores: str = "") -> str:
     The page's content was sanitised before (`grader.pipeline.clean_feedback`); the policy is the
     second wall: were any script, request or form left, the browser would refuse it.
     """
-    meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+    meta = META
     page = re.sub(r"<head[^>]*>", lambda m: m.group(0) + meta, page, count=1, flags=re.IGNORECASE)
     if meta not in page:
         page = meta + page

@@ -30,7 +30,7 @@ import nbformat
 import psutil
 import pytest
 
-from grader.course import REPO
+from grader.course import REPO, nbgrader_config
 from grader.grading.autograde import main as autograde
 from grader.pipeline.feedback_summary import NOTEBOOK, SLOT, FeedbackSummary, filled
 from grader.sandbox import cgroup
@@ -47,8 +47,8 @@ from tests.support import (
 )
 
 LESSON = "03-parallel-heads"
-MAX_TASKS = 64  # the course's KernelLimits.max_processes: each kernel's cgroup task limit
-MAX_MEMORY = 3 * 1024**3  # the course's KernelLimits.tree_memory_limit
+MAX_TASKS = nbgrader_config().KernelLimits.max_processes  # the course's task limit per kernel, read where set
+MAX_MEMORY = nbgrader_config().KernelLimits.tree_memory_limit  # its memory limit per kernel, read where set
 CELL_TIMEOUT = 10  # seconds per cell: the attacks that hang cost this
 WALL_FACTOR = 4  # the course's GuardedExecute.wall_timeout_factor: a cell's wall-clock backstop where CPU time counts
 # `make test` grades one attack of each class next to the honest students; `make test-all` every attack.

@@ -16,8 +16,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
+from grader.page_policy import CSP
 from grader.pipeline.clean_feedback import CleanFeedbackCells, clean_html, reencoded
-from grader.pipeline.safe_feedback_page import CSP, SafeFeedbackExporter
+from grader.pipeline.safe_feedback_page import SafeFeedbackExporter
 
 REMOTE = "http://127.0.0.1:9/"
 ATTACKS = [

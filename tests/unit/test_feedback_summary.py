@@ -12,6 +12,7 @@ from nbformat.v4 import new_markdown_cell, new_output, new_raw_cell
 
 from grader import cell_roles
 from grader.course import student_notebook
+from grader.page_policy import CSP
 from grader.pipeline.feedback_summary import (
     NOTEBOOK,
     SLOT,
@@ -21,7 +22,6 @@ from grader.pipeline.feedback_summary import (
     number,
     write_summary,
 )
-from grader.pipeline.safe_feedback_page import CSP
 from tests.support import feedback_page
 
 LESSON = "03-parallel-heads"

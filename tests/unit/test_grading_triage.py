@@ -12,6 +12,9 @@ from grader import cell_roles
 from grader.grading.running import triage
 from grader.grading.running.triage import Flag
 from grader.pipeline.guarded_execute import KERNEL_DIED, NOT_RUN
+from grader.pipeline.repair_cells import RepairCells
+
+LIMITS = RepairCells()  # the course's defaults
 
 
 def release() -> nbformat.NotebookNode:
@@ -58,7 +61,7 @@ def test_a_notebook_is_read(tmp_path):
 
 
 def test_answers_alone_raise_no_flag():
-    assert triage.inspect_submission(answered(), release(), {}) == ([], None)
+    assert triage.inspect_submission(answered(), release(), {}, limits=LIMITS) == ([], None)
     assert cell_roles.test_points(release()) == {"test_double": 2.0, "test_half": 1.0}
 
 
@@ -67,7 +70,7 @@ def test_changes_to_exercise_cells_are_flagged_by_cell():
     nb.cells[2].source = "pass"  # edited test
     nb.cells[3] = new_markdown_cell(nb.cells[3].source, metadata=nb.cells[3].metadata)  # retyped answer
     del nb.cells[4]  # deleted test
-    flags, reason = triage.inspect_submission(nb, release(), {})
+    flags, reason = triage.inspect_submission(nb, release(), {}, limits=LIMITS)
     assert reason is None
     assert [str(flag) for flag in flags] == ["test-cell-edited:test_double", "cell-type-changed:half",
                                              "test-cell-missing:test_half"]
@@ -79,7 +82,8 @@ def test_changes_to_exercise_cells_are_flagged_by_cell():
 
 def test_a_notebook_of_another_lesson_is_named():
     other = new_notebook(cells=[new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": "sweep", "solution": True}})])
-    assert triage.inspect_submission(other, release(), {"02-scaling": {"sweep"}, "04-proof": {"w_o"}}) == (
+    others = {"02-scaling": {"sweep"}, "04-proof": {"w_o"}}
+    assert triage.inspect_submission(other, release(), others, limits=LIMITS) == (
         [], "the notebook of another lesson (02-scaling)")
 
 
@@ -88,9 +92,9 @@ def test_stripped_metadata_is_restorable_only_when_the_cells_line_up():
     for cell in nb.cells:
         cell.metadata.pop("nbgrader", None)
     assert cell_roles.lines_up(nb, release())
-    assert triage.inspect_submission(nb, release(), {}) == ([Flag("metadata-restored")], None)
+    assert triage.inspect_submission(nb, release(), {}, limits=LIMITS) == ([Flag("metadata-restored")], None)
     del nb.cells[0]
-    flags, reason = triage.inspect_submission(nb, release(), {})
+    flags, reason = triage.inspect_submission(nb, release(), {}, limits=LIMITS)
     assert not flags and "no nbgrader metadata left" in reason
 
 
@@ -122,7 +126,7 @@ def test_a_pasted_cell_and_edited_points_are_flagged_and_graded():
     nb = answered()
     nb.cells.insert(3, copy.deepcopy(nb.cells[2]))  # JupyterLab's copy and paste: metadata and all
     cell_roles.meta(nb.cells[-1])["points"] = 1000
-    flags, reason = triage.inspect_submission(nb, release(), {})
+    flags, reason = triage.inspect_submission(nb, release(), {}, limits=LIMITS)
     assert reason is None
     assert [str(flag) for flag in flags] == ["points-edited:test_half", "cell-pasted:test_double"]
     assert triage.needs_review([Flag("points-edited", "x")]) and not triage.needs_review([Flag("cell-pasted", "x")])
@@ -133,10 +137,38 @@ def test_a_notebook_far_larger_than_its_release_is_refused_before_it_runs():
     many = answered()
     cell = new_markdown_cell("x")  # made once: nbformat validates every cell it makes
     many.cells += [nbformat.from_dict(cell) for _ in range(5000)]
-    assert "far larger than its release: 5005 cells" in triage.inspect_submission(many, release(), {})[1]
+    assert "far larger than its release: 5005 cells" in triage.inspect_submission(many, release(), {}, limits=LIMITS)[1]
     huge = answered()
     huge.cells.append(new_markdown_cell("x" * (2 * 1024**2)))
-    assert "characters of cells" in triage.inspect_submission(huge, release(), {})[1]
+    assert "characters of cells" in triage.inspect_submission(huge, release(), {}, limits=LIMITS)[1]
     fine = answered()
     fine.cells += [new_markdown_cell("a note of my own " * 100) for _ in range(50)]
-    assert triage.inspect_submission(fine, release(), {}) == ([], None)
+    assert triage.inspect_submission(fine, release(), {}, limits=LIMITS) == ([], None)
+
+
+def test_the_batch_refuses_by_the_configured_limits_as_nbgraders_step_does(tmp_path, monkeypatch):
+    """c.RepairCells.size_factor moved away from its default reaches the batch's pre-check too."""
+    from traitlets.config import Config
+
+    from grader.grading.running import worker
+    from grader.pipeline.repair_cells import size_limits
+
+    big = answered()
+    big.cells += [new_markdown_cell("x") for _ in range(400)]  # 405 cells: over 4 x 5 + 200, under 100 x 5 + 200
+    assert "far larger" in triage.inspect_submission(big, release(), {}, limits=LIMITS)[1]
+    config = Config()
+    config.RepairCells.size_factor = 100.0
+    assert triage.inspect_submission(big, release(), {}, limits=size_limits(config)) == ([], None)
+    # The worker hands the pre-check the limits of the very configuration nbgrader's API grades with.
+    seen = []
+    monkeypatch.setattr(worker.triage, "inspect_submission", lambda *a, limits: seen.append(limits) or ([], "stop"))
+    monkeypatch.setattr(worker, "prepare", lambda job: type("Api", (), {"config": config})())
+    release_path = tmp_path / "release" / "l" / "l.ipynb"
+    release_path.parent.mkdir(parents=True)
+    nbformat.write(release(), release_path)
+    monkeypatch.setattr(worker.Paths, "of", classmethod(lambda cls, layout, lesson, student: cls(
+        tmp_path / "s.ipynb", tmp_path / "a" / "a.ipynb", tmp_path / "f" / "f.html", release_path)))
+    monkeypatch.setattr(worker.Layout, "of", staticmethod(lambda config: None))
+    nbformat.write(big, tmp_path / "s.ipynb")
+    result = worker.grade(worker.Job(course=str(tmp_path), lesson="l", student="s"))
+    assert result.reason == "stop" and [limits.size_factor for limits in seen] == [100.0]

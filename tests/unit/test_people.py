@@ -71,3 +71,15 @@ def test_a_damaged_registry_is_refused_with_what_to_do(tmp_path):
     (tmp_path / "people.json").write_text("{not json")
     with pytest.raises(Exception, match="restore it from a backup"):
         People.load(tmp_path / "people.json")
+
+
+def test_the_registry_is_held_against_another_batch(tmp_path):
+    """While one batch holds the registry, another cannot take it (filelock, as the test suite locks too)."""
+    from filelock import FileLock, Timeout
+
+    path = tmp_path / "term" / "people.json"
+    with registry(path):
+        with pytest.raises(Timeout):
+            FileLock(path.with_suffix(".lock")).acquire(timeout=0.1)
+    with FileLock(path.with_suffix(".lock")).acquire(timeout=0.1):
+        pass

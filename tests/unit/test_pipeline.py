@@ -49,9 +49,22 @@ def test_each_pipeline_is_nbgraders_with_the_course_steps(steps, converter, trai
     """Catches an nbgrader upgrade that changes its pipelines: every nbgrader step is still there, in order."""
     ours = classes(steps())
     theirs = [STANDS_FOR.get(step, step) for step in ours if step not in OURS and step not in added]
-    assert theirs == nbgrader_default(converter, trait)
+    left_out = set(classes(list(pipeline.LEFT_OUT)))
+    assert theirs == [step for step in nbgrader_default(converter, trait) if step not in left_out]
     for step, base in STANDS_FOR.items():
         assert issubclass(step, base)
+
+
+def test_a_step_left_out_of_nbgraders_pipeline_did_nothing_under_the_course_configuration():
+    """AssignLatePenalties is out: the course sets no nbgrader late-penalty method, so it wrote 0."""
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    config = nbgrader_config()
+    assert set(pipeline.LEFT_OUT) == {"nbgrader.preprocessors.AssignLatePenalties"}
+    assert "LateSubmissionPlugin" not in config and "AssignLatePenalties" not in config
+    step = AssignLatePenalties(config=config)
+    assert step.plugin_class(config=config).late_submission_penalty("ada", 7.0, 3600.0) is None
+    assert all("AssignLatePenalties" not in s for s in pipeline.autograde_steps())
 
 
 def test_the_configuration_assigns_exactly_these_pipelines():
@@ -140,7 +153,8 @@ def test_repair_cells_restores_a_run_of_deleted_cells_where_the_self_check_does(
 
 
 def test_a_feedback_page_carries_a_strict_policy_and_a_size_cap():
-    from grader.pipeline.safe_feedback_page import CSP, harden
+    from grader.page_policy import CSP
+    from grader.pipeline.safe_feedback_page import harden
 
     safe = harden("<html><head></head><body><p>ok</p></body></html>")
     assert safe.index(CSP) < safe.index("<body>") and "default-src 'none'" in CSP

@@ -23,13 +23,14 @@ are no longer collected.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from filelock import FileLock
 
 from grader.errors import BadDownload
 from grader.grading.intake.ids import MAX_ID, name_key, script_id
@@ -216,8 +217,7 @@ def lms_id(lms: str, number: str) -> str:
 def registry(path: Path) -> Iterator[People]:
     """The registry, held against other batches until the block ends, then saved."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(path.with_suffix(".lock")):
         people = People.load(path)
         yield people
         people.save()

@@ -26,7 +26,8 @@ from pathlib import Path
 from traitlets import Bool, Dict
 from traitlets.config import Configurable
 
-from grader.grading.policy.grades import Row, number
+from grader.grading.policy.grades import Row
+from grader.points import number
 from grader.safe_text import for_csv
 
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]

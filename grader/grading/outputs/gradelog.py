@@ -14,13 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.grading.running.jobs import Result
+from grader.points import number
 from grader.safe_text import for_terminal
 
 
 def line(lesson: str, result: Result, points: dict[str, float], *, now: datetime | None = None) -> str:
     """The log line of one result (no newline)."""
     when = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    score = "-" if result.total is None else f"{result.total:g}/{sum(points.values()):g}"
+    score = "-" if result.total is None else f"{number(result.total)}/{number(sum(points.values()))}"
     status = result.status + (", up to date" if result.cached else "")
     if result.status != "graded":
         status += f": {result.reason}"

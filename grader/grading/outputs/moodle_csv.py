@@ -18,7 +18,8 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.grading.policy.grades import Row, number
+from grader.grading.policy.grades import Row
+from grader.points import number
 from grader.safe_text import for_csv
 
 HEADER = ["Identifier", "Full name", "Email address", "Grade", "Maximum Grade", "Grade can be changed",

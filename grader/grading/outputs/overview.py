@@ -23,6 +23,7 @@ from grader import cell_roles
 from grader.grading.outputs import pages
 from grader.grading.policy.grades import Row
 from grader.grading.running.triage import ERRORS, FLAGS
+from grader.points import number
 from grader.safe_text import for_terminal
 
 MAX_MESSAGE = 300  # characters of one failure message kept: the overview's layout, not a setting
@@ -110,7 +111,7 @@ def build(lesson: str, rows: Sequence[Row], points: dict[str, float], autograded
             if late := row.lateness.describe():
                 lines.append(late)
             students[row.student] = lines + row.notes
-        final = "-" if row.final is None else f"{row.final:g}"
+        final = number(row.final, "-")
         totals[row.student] = f"{final}/{maximum:g}" + (f" ({row.status})" if row.status != "graded" else "")
     failed = {r.student: r.result.reason for r in rows if r.status == "failed" and r.result}
     return Overview(lesson, len(graded), exercises, students, failed, totals)

@@ -1,6 +1,6 @@
 """The pages grading writes for the instructor (the overview, the similarity report): Jinja2
 templates in grader/grading/outputs/templates/, every value autoescaped, each page carrying one content
-policy that allows no script and no request (`CSP`)."""
+policy that allows no script and no request (grader.page_policy, the policy of every page the course writes)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'"
+from grader.page_policy import META
+
 _PAGES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
                      undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
@@ -16,5 +17,5 @@ _PAGES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"
 def write(template: str, path: Path, **values) -> Path:
     """Render `template` with `values` (and the policy) to `path`; return the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_PAGES.get_template(template).render(csp=CSP, **values), encoding="utf-8")
+    path.write_text(_PAGES.get_template(template).render(csp_meta=META, **values), encoding="utf-8")
     return path

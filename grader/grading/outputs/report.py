@@ -15,17 +15,17 @@ from matplotlib.ticker import MaxNLocator
 from tqdm import tqdm
 
 from grader.grading.intake.collect import Skipped
-from grader.grading.policy.grades import Row, number
+from grader.grading.policy.grades import Row
 from grader.grading.running.jobs import Result
 from grader.grading.running.triage import needs_review
+from grader.points import number
 from grader.safe_text import for_csv, for_terminal
 
 
 def points_text(result: Result, points: dict[str, float]) -> str:
     if result.status != "graded":
         return f"failed: {for_terminal(result.reason)}"
-    total = "?" if result.total is None else f"{result.total:g}"
-    return f"{total}/{sum(points.values()):g}" + (" (up to date)" if result.cached else "")
+    return f"{number(result.total, '?')}/{number(sum(points.values()))}" + (" (up to date)" if result.cached else "")
 
 
 class Progress:
@@ -85,7 +85,7 @@ def plot_scores(path: Path, results: Sequence[Result], points: dict[str, float],
         scores = [s for s in scores if s is not None]
         ax.hist(scores, bins=np.arange(-0.5, top + 1.0, 1.0), color="tab:blue", edgecolor="white")
         full = sum(s >= top for s in scores) / len(scores) if scores else 0.0
-        ax.set_title(f"{name} ({top:g} pts): {full:.0%} full marks", fontsize=10)
+        ax.set_title(f"{name} ({number(top)} pts): {full:.0%} full marks", fontsize=10)
         ax.set_xlabel("points")
         ax.set_ylabel("students")
         ax.set_xticks(range(int(top) + 1) if top <= 12 else np.linspace(0, top, 6))

@@ -25,6 +25,8 @@ from grader.grading.intake.people import People, Person
 from grader.grading.policy.late import Lateness, LatePenalty, LatePolicy, lateness
 from grader.grading.policy.overrides import TOTAL, Override
 from grader.grading.running.jobs import Result
+from grader.points import number
+from grader.points import total as points_total
 from grader.safe_text import for_terminal
 
 NO_SUBMISSION = "no submission"
@@ -53,9 +55,7 @@ class Row:
     @property
     def total(self) -> float | None:
         """Points before any late penalty (overrides of exercises included)."""
-        if self.status != "graded" or any(v is None for v in self.scores.values()):
-            return None
-        return sum(v for v in self.scores.values() if v is not None)
+        return points_total(self.status, self.scores)
 
 
 def build(lesson: str, results: Sequence[Result], points: Mapping[str, float], *, people: People,
@@ -72,13 +72,13 @@ def build(lesson: str, results: Sequence[Result], points: Mapping[str, float], *
         status = result.status if result else NO_SUBMISSION
         graded = {name: (result.scores.get(name) if result and result.status == "graded" else None) for name in points}
         scores = {name: (mine[name].points if name in mine else graded[name]) for name in points}
-        total = None if status != "graded" or any(v is None for v in scores.values()) else sum(scores.values())
+        total = points_total(status, scores)
         late = lateness(lesson, student, submission.time if submission else None,
                         submission.lms_late if submission else False, total, policy, penalty)
         final = None if total is None else max(0.0, total - late.penalty)
         if TOTAL in mine:
             final = mine[TOTAL].points
-        notes = [f"override {name}: {o.points:g} ({o.reason})" for name, o in sorted(mine.items())]
+        notes = [f"override {name}: {number(o.points)} ({o.reason})" for name, o in sorted(mine.items())]
         if submission and submission.edited:
             notes.append("graded as edited by hand")
         rows.append(Row(student, people.persons.get(student), status, graded, scores, mine, late, final, result,
@@ -153,8 +153,3 @@ def changes_table(lesson: str, found: Sequence[Change], students: int) -> str:
         lines.append("    " + "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True))
                      + "  " + row[4])
     return "\n".join(lines)
-
-
-def number(value: float | None, missing: str = "") -> str:
-    """Points as every output writes them: 7, 3.6, 0.35; `missing` for none."""
-    return missing if value is None else f"{value:g}"

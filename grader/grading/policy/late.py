@@ -24,6 +24,7 @@ from traitlets import Dict, Float
 from traitlets.config import Configurable
 
 from grader.grading.intake.ids import parse_time
+from grader.points import number
 
 DAY = 24 * 3600
 
@@ -96,7 +97,7 @@ class Lateness:
             parts.append("marked late by the LMS")
         text = "late " + ", ".join(parts)
         text += f" (after an extension of {self.extension_hours:g} h)" if self.extension_hours else ""
-        return text + (f" (-{self.penalty:g} points)" if self.penalty else "")
+        return text + (f" (-{number(self.penalty)} points)" if self.penalty else "")
 
     def status(self) -> str:
         """For a student: "on time", "on time (extension of 48 h)", or `describe()`."""

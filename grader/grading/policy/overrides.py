@@ -24,6 +24,7 @@ from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import UsageError
 from grader.grading.intake.ids import normalised_id
 from grader.layout import Layout
+from grader.points import number
 from grader.safe_text import for_terminal
 
 TOTAL = "total"
@@ -66,7 +67,7 @@ def main(*, lesson: str, student: str = "", exercise: str = "", points: float | 
     layout = Layout.of(nbgrader_config(course))
     table = load(layout.overrides)
     if not student:
-        rows = [f"{s}\t{e}\t{o.points:g}\t{o.when}\t{for_terminal(o.reason)}"
+        rows = [f"{s}\t{e}\t{number(o.points)}\t{o.when}\t{for_terminal(o.reason)}"
                 for s, items in sorted(table.get(lesson, {}).items()) for e, o in sorted(items.items())]
         return "\n".join(rows) or f"no overrides for {lesson}"
     ident = normalised_id(student)
@@ -84,13 +85,13 @@ def main(*, lesson: str, student: str = "", exercise: str = "", points: float | 
         save(layout.overrides, table)
         return f"removed the override of {ident}'s {exercise}; make autograde LESSON={lesson} rebuilds the grades"
     if points is None or not 0 <= points <= top:
-        raise UsageError(f"the points must be between 0 and {top:g} for {exercise}")
+        raise UsageError(f"the points must be between 0 and {number(top)} for {exercise}")
     if not reason.strip():
         raise UsageError("say why with --reason: it is kept with the override")
     when = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     mine[exercise] = Override(points, reason.strip(), when)
     save(layout.overrides, table)
-    return (f"{ident}'s {exercise} in {lesson} is now {points:g} of {top:g} whatever grading gives; "
+    return (f"{ident}'s {exercise} in {lesson} is now {number(points)} of {number(top)} whatever grading gives; "
             f"make autograde LESSON={lesson} rebuilds the grades (no kernel runs)")
 
 

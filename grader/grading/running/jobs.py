@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grader.grading.running.triage import Flag
+from grader.points import total
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,4 @@ class Result:
 
     @property
     def total(self) -> float | None:
-        if self.status != "graded" or any(score is None for score in self.scores.values()):
-            return None
-        return sum(self.scores.values())
+        return total(self.status, self.scores)

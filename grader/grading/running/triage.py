@@ -25,7 +25,7 @@ from grader.pipeline.guarded_execute import (
     UNSAFE,
     WATCHDOG_ONLY,
 )
-from grader.pipeline.repair_cells import STRIPPED, another_lesson, too_large
+from grader.pipeline.repair_cells import STRIPPED, RepairCells, refusal
 
 
 @dataclass(frozen=True)
@@ -127,15 +127,16 @@ def read_submission(path: Path) -> NotebookNode:
         raise Unreadable(f"not a readable notebook ({type(exc).__name__}: {exc})") from None
 
 
-def inspect_submission(nb: NotebookNode, release: NotebookNode,
-                       others: dict[str, set[str]]) -> tuple[list[Flag], str | None]:
+def inspect_submission(nb: NotebookNode, release: NotebookNode, others: dict[str, set[str]], *,
+                       limits: RepairCells) -> tuple[list[Flag], str | None]:
     """(flags, reason it cannot be graded or None) for a submission compared with its release.
 
     `others` maps the course's other lessons to their grade_ids, to recognise a notebook handed in
-    for the wrong lesson.
+    for the wrong lesson; `limits` the course's size limits (grader.pipeline.repair_cells.size_limits), so
+    that the batch refuses exactly what nbgrader's own step refuses.
     """
     cells, expected = cell_roles.cells_by_id(nb), cell_roles.cells_by_id(release)
-    refused = too_large(nb, release) or another_lesson(nb, release, others)
+    refused = refusal(nb, release, others, limits)
     if refused:
         return [], refused
     if not cells:

@@ -27,7 +27,6 @@ from pathlib import Path
 import nbformat
 from nbgrader.apps import NbGraderAPI
 
-from grader import cell_roles
 from grader.course import nbgrader_config
 from grader.gradebook import nbgrader_api
 from grader.grading.running import triage
@@ -35,6 +34,7 @@ from grader.grading.running.failure_detail import bounded, traceback_of
 from grader.grading.running.jobs import Job, Result
 from grader.grading.running.triage import Flag
 from grader.layout import Layout
+from grader.pipeline.repair_cells import other_lessons, size_limits
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,8 @@ def _grade(job: Job) -> Result:
     release = _read(paths.release, paths.release.stat().st_mtime)
     try:
         flags, reason = triage.inspect_submission(triage.read_submission(paths.submitted), release,
-                                                  _other_lessons(paths.release.parent.parent, job.lesson))
+                                                  _other_lessons(paths.release.parent.parent, job.lesson),
+                                                  limits=size_limits(api.config))
     except triage.Unreadable as exc:
         flags, reason = [], str(exc)
     if reason:
@@ -141,5 +142,4 @@ def _read(path: Path, mtime: float) -> nbformat.NotebookNode:
 @cache
 def _other_lessons(release_root: Path, lesson: str) -> dict[str, set[str]]:
     """The grade_ids of every other released lesson, to recognise a notebook for the wrong one."""
-    return {path.stem: set(cell_roles.cells_by_id(_read(path, path.stat().st_mtime)))
-            for path in sorted(release_root.glob("*/*.ipynb")) if path.stem != lesson}
+    return other_lessons(release_root, lesson, read=lambda path: _read(path, path.stat().st_mtime))
