@@ -169,7 +169,8 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     notes = [*(roster_changes.lines() if roster_changes else []),
              *([f"download format: {collected.format}"] if collected.format else [])]
     print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
-                         files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review, notes=notes),
+                         files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review, notes=notes,
+                         names={r.student: r.name for r in rows if r.name}),
           file=out, flush=True)
     print(details, file=out, flush=True)
     return Batch(lesson, results, collected.skipped, csv_path, plot if graded else None, seconds, rows)

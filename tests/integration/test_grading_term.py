@@ -168,13 +168,13 @@ def test_a_term_of_reruns_keeps_every_row_right(term):
     assert term.grades() == [HEADER, ada, 'canvas_1002,"Hopper, Grace",0,4,4,late 21 h 0 min (-0.4 points),0.4,3.6,'
                                           'graded,', eve, alan]
     assert term.canvas()[3] == '"Hopper, Grace",1002,S2,grace,A,3.6'
-    assert "canvas_1002  final  4       3.6    late policy: late 21 h 0 min (-0.4 points)" in text
+    assert "canvas_1002 (Hopper, Grace)  final  4       3.6    late policy: late 21 h 0 min (-0.4 points)" in text
 
     # 4. An extension of 48 hours: on time again.
     term.configure(EXTENSION)
     text, _ = term.run()
     assert term.kernels == 0 and term.grades() == [HEADER, ada, grace, eve, alan] and term.canvas() == first_canvas
-    assert "canvas_1002  final  3.6     4      late policy: on time" in text
+    assert "canvas_1002 (Hopper, Grace)  final  3.6     4      late policy: on time" in text
 
     # 5. A hand edit of a stored submission: graded again, and kept when the same download comes again.
     nbformat.write(term.notebooks["reference"], term.submitted("canvas_1004"))

@@ -63,5 +63,6 @@ def write(lesson: str, rows: Sequence[Row], points: dict[str, float], layout: La
     grades.write_snapshot(layout.grades_snapshot(lesson), rows)
     text = [overview.terminal(view),
             f"  similar answers        {len(pairs):4d} pairs at {similar.threshold:.0%} or more (no grade changed)",
-            grades.changes_table(lesson, grades.changes(before, rows), len(rows))]
+            grades.changes_table(lesson, grades.changes(before, rows), len(rows), first=before is None,
+                                 names={r.student: r.name for r in rows if r.name})]
     return files, "\n".join(text)
