@@ -131,7 +131,8 @@ def test_the_late_submission_is_flagged_and_penalised_and_the_extension_holds(da
     raw = float(rows["eve"]["total"])
     assert raw > 0 and float(by_login["eve"][5]) == pytest.approx(raw * 0.9)  # one started day: 10 %
     assert by_login["ada"][:5] == ["Ada Lovelace", "1001", "", "ada", "A"]
-    assert re.search(r"    eve \(Eve Moneypenny\): [\d.]+/15\n      .*\n(      .*\n)*      late 1 d 0 h", first.stdout), first.stdout
+    assert re.search(r"    eve \(Eve Moneypenny\): [\d.]+/15\n      .*\n(      .*\n)*      late 1 d 0 h",
+                     first.stdout), first.stdout
 
 
 def test_the_overview_and_the_canvas_csv_are_written_and_summarised(day):
