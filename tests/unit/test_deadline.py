@@ -62,3 +62,25 @@ def test_make_dist_writes_each_lessons_deadline_in_utc_and_no_extension():
     policy = LatePolicy(deadlines={LESSON: "2026-12-01 23:59:00+01:00"}, extensions={LESSON: {"grace": 48}})
     written = json.loads(dist.deadlines([LESSON, "01-single-head"], policy))
     assert written == {LESSON: "2026-12-01 22:59:00 UTC"}
+
+
+def test_a_notebook_claiming_a_later_deadline_changes_nothing_check_prints(monkeypatch, tmp_path, capsys):
+    import tomllib
+
+    import nbformat
+
+    from grader.student import check
+    from tests.support import FIXTURES
+
+    spoof = tomllib.loads((FIXTURES / "hostile" / "no-kernel" / "grading-day.toml").read_text())["spoof"]
+    distribution(monkeypatch, tmp_path, json.dumps({LESSON: "2026-12-01 12:00:00 UTC"}))
+    notebook = tmp_path / f"{LESSON}.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(spoof["notebook_text"])])
+    nb.metadata.update(json.loads(spoof["notebook_metadata"]))
+    nbformat.write(nb, notebook)
+    monkeypatch.setattr(check, "select_lessons", lambda lessons: lessons)
+    monkeypatch.setattr(check, "check_notebook", lambda lesson, path, config: check.LessonCheck(lesson, path))
+    check.main(lessons=[LESSON], notebook=notebook, now=AFTER)
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "  deadline: 2026-12-01 12:00:00 UTC; a submission made now would be late by 1 d 2 h "
+        "(unless an extension your instructor gave you covers it)")

@@ -168,3 +168,16 @@ def test_an_override_reason_with_escapes_is_inert_in_every_csv_the_overview_and_
     page = overview.write_html(tmp_path / "overview.html", view).read_text()
     assert not UNSAFE.search(page.replace("\n", "")), page
     assert "copied\\x1b]0;owned\\x07 from\\r\\nINJECTED" in page
+
+
+def test_a_file_name_naming_a_classmate_never_changes_whose_name_is_shown(tmp_path):
+    archive = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr(zipfile.ZipInfo(ATTACKS["spoof"]["canvas_entry"], date_time=(2026, 11, 30, 9, 0, 0)),
+                        nbformat.writes(nbformat.read(RELEASE, as_version=4)))
+    people = People(tmp_path / "people.json")
+    people.apply_roster(Roster.parse('Student,ID,SIS User ID,SIS Login ID,Section\n"Hopper, Grace",1002,S2,grace,A\n'
+                                     '"Turing, Alan",1004,S4,alan,B\n'))
+    done = collect(LESSON, tmp_path / "submitted", tmp_path / "attempts", archive, people=people, now=NOW)
+    assert done.students == ["canvas_1004"] and people.persons["canvas_1004"].name == "Turing, Alan"
+    assert people.persons["canvas_1002"].name == "Hopper, Grace"
