@@ -322,13 +322,13 @@ def main(*, out: Path, lessons: list[str] | None = None, check: bool = False,
     written. With `check`, write nothing and return how `out` differs from a fresh distribution instead.
     """
     out = Path(out).expanduser().resolve()
+    policy = LatePolicy(config=config if config is not None else nbgrader_config())
     if check:
-        return differences(out, contents(lessons))
+        return differences(out, contents(lessons, policy=policy))
     _refuse(out)  # before the minute of building, not after
     shipped = dist_steps.published(out, MANIFEST, RELEASES)
     earlier = {lesson: files for lesson, files in shipped.items() if lesson not in (republish or [])}
     lessons = select_lessons(sorted({*select_lessons(lessons), *shipped}))
-    policy = LatePolicy(config=config if config is not None else nbgrader_config())
     dist_steps.refuse_open_answers([lesson for lesson in lessons if lesson not in earlier], policy,
                                    now if now is not None else datetime.now(UTC))
     if shipped:
