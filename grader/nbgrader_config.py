@@ -110,3 +110,6 @@ c.LatePolicy.extensions = {}  # e.g. {"03-parallel-heads": {"ada": 48}}: hours, 
 # gradebook export heads the assignment, so that an import updates it rather than creating one.
 c.CanvasImport.columns = {}  # e.g. {"03-parallel-heads": "Lesson 3: parallel heads (123456)"}
 c.CanvasImport.per_exercise = False
+# ---- which LMS import files a run writes (grader/grading/outputs/lesson_reports.py): by default that of the LMS
+# the students came from (both when none is known); name them to have both.
+c.LmsImport.lms = []  # e.g. ["canvas", "moodle"]

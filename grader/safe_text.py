@@ -1,8 +1,11 @@
-"""Text a submission controls, made safe to show: one function for the terminal and log, one for CSV cells.
+"""Text made safe to show: one rule for the terminal, the log, CSV cells and pages.
 
 Everything a student can choose (grade ids, cell sources, file and zip entry names, failure
-reasons, kernel output) passes through `for_terminal` before it is printed or logged, and through
-`for_csv` before it is written into a CSV cell. Neither ever raises, whatever the string holds.
+reasons, kernel output), and the instructor's own text too (an override's reason, roster cells),
+passes through `for_terminal` before it is printed or logged, through `for_csv` before it is written
+into a CSV cell, and through `for_page` before a page's template escapes it for HTML
+(grader/grading/outputs/pages.py). All three escape control and bidi characters, line breaks and
+lone surrogates the same way; none ever raises, whatever the string holds.
 """
 
 from __future__ import annotations
@@ -31,13 +34,22 @@ def for_terminal(text: object) -> str:
                    for ch in str(text))
 
 
-def for_csv(value: object) -> object:
-    """`value` ready for `csv.writer`: numbers as they are; text writable as UTF-8 and never a formula.
+def for_page(value: object) -> object:
+    """`value` ready for an autoescaping template: text as `for_terminal` shows it; markup the template itself
+    marked safe (`__html__`, the page's own policy) and anything else as it is."""
+    return for_terminal(value) if isinstance(value, str) and not hasattr(value, "__html__") else value
 
-    Lone surrogates become `\\udXXX` escapes (a strict UTF-8 write would raise on them); text that a
-    spreadsheet would evaluate (starting with = + - @, a tab or a carriage return) gets a leading `'`.
+
+def for_csv(value: object) -> object:
+    """`value` ready for `csv.writer`: numbers as they are; text as `for_terminal` shows it, never a formula.
+
+    Control and bidi characters, line breaks and lone surrogates become escapes, as in the terminal
+    (a raw ESC in a cell runs when someone `cat`s the file; a strict UTF-8 write would raise on a
+    surrogate); text that a spreadsheet would evaluate (starting with = + - @, a tab or a carriage
+    return) gets a leading `'`.
     """
     if value is None or isinstance(value, int | float):
         return value
-    text = str(value).encode("utf-8", "backslashreplace").decode("utf-8")
-    return "'" + text if text[:1] in _FORMULA_START else text
+    raw = str(value)
+    text = for_terminal(raw)
+    return "'" + text if raw[:1] in _FORMULA_START or text[:1] in _FORMULA_START else text

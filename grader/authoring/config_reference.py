@@ -33,6 +33,7 @@ CLASSES = (
     "grader.grading.policy.late.LatePolicy",
     "grader.grading.policy.late.LatePenalty",
     "grader.grading.outputs.canvas_csv.CanvasImport",
+    "grader.grading.outputs.lesson_reports.LmsImport",
     "grader.grading.outputs.similarity.SimilarityReport",
     "grader.student.originals.Originals",
 )

@@ -7,6 +7,8 @@ and the student commands, which need Python and make and nothing of this reposit
     lessons/<id>/<id>.ipynb        the released notebooks, as in lessons/ here
     .course/releases/<id>.ipynb    a pristine, read-only copy of each: the self-check's originals
     .course/manifest.json          SHA-256 of every pristine release and of every file of code
+    .course/deadlines.json         each lesson's deadline as the late policy has it when publishing
+                                   (no extensions: `make check`, `make submit` show it; grader/student/deadline.py)
     grader/                        the student commands: lab, check, submit (`python -m grader`)
     lesson_helpers.py              the helper module every lesson imports (lab and check put it in reach)
     nbgrader_config.py             the settings the self-check and the Validate button share with grading
@@ -66,6 +68,7 @@ STUDENT_REQUIREMENTS = ("jupyterlab", "numpy", "matplotlib", "ipywidgets", "nbgr
 
 RELEASES = ".course/releases"
 MANIFEST = ".course/manifest.json"
+DEADLINES = ".course/deadlines.json"
 KEPT_ON_REBUILD = (".git", ".venv")  # of an earlier distribution in the output folder
 IGNORED = re.compile(r"(^|/)(\.ipynb_checkpoints|__pycache__)(/|$)|\.pyc$")
 MARKERS = markers.any_marker()
@@ -208,8 +211,18 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]] | None = None) -> dict[str, bytes]:
-    """Distribution path -> bytes of every file of the distribution, manifest included.
+def deadlines(lessons: list[str], policy: LatePolicy) -> bytes:
+    """.course/deadlines.json: each of `lessons`' deadline under `policy`, in UTC; no extension (one
+    distribution goes to every student: a list of extensions would tell each who else has one)."""
+    found = {lesson: when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") for lesson in lessons
+             if (when := policy.deadline(lesson)) is not None}
+    return (json.dumps(found, indent=1, sort_keys=True) + "\n").encode()
+
+
+def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]] | None = None,
+             policy: LatePolicy | None = None) -> dict[str, bytes]:
+    """Distribution path -> bytes of every file of the distribution, manifest included; the deadlines
+    are `policy`'s (default: the course's late policy now).
 
     `kept` (lesson -> its files as an earlier distribution published them) are written as they
     were instead of from lessons/ (grader/authoring/dist_steps.py).
@@ -243,6 +256,7 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
                           if path.startswith(("grader/", "tests/"))
                           or path in ("nbgrader_config.py", "Makefile", LESSON_HELPERS.name)}}
     files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    files[DEADLINES] = deadlines(lessons, policy if policy is not None else LatePolicy(config=nbgrader_config()))
     leaks = [path for path, data in files.items() if MARKERS.search(data.decode("utf-8", "replace"))]
     if leaks:  # the tests scan for far more (tests/integration/test_dist_leaks.py); this one costs nothing
         raise DistributionRefused(f"refusing to write a distribution with nbgrader markers in {', '.join(leaks)}")
@@ -308,13 +322,13 @@ def main(*, out: Path, lessons: list[str] | None = None, check: bool = False,
     written. With `check`, write nothing and return how `out` differs from a fresh distribution instead.
     """
     out = Path(out).expanduser().resolve()
+    policy = LatePolicy(config=config if config is not None else nbgrader_config())
     if check:
-        return differences(out, contents(lessons))
+        return differences(out, contents(lessons, policy=policy))
     _refuse(out)  # before the minute of building, not after
     shipped = dist_steps.published(out, MANIFEST, RELEASES)
     earlier = {lesson: files for lesson, files in shipped.items() if lesson not in (republish or [])}
     lessons = select_lessons(sorted({*select_lessons(lessons), *shipped}))
-    policy = LatePolicy(config=config if config is not None else nbgrader_config())
     dist_steps.refuse_open_answers([lesson for lesson in lessons if lesson not in earlier], policy,
                                    now if now is not None else datetime.now(UTC))
     if shipped:
@@ -323,7 +337,7 @@ def main(*, out: Path, lessons: list[str] | None = None, check: bool = False,
         for lesson in changed:
             print(f"{lesson}: kept as published (its release changed since; students keep what they have). "
                   f"`--republish {lesson}` replaces it.")
-    files = contents(lessons, kept=earlier)
+    files = contents(lessons, kept=earlier, policy=policy)
     with tempfile.TemporaryDirectory(prefix="dist-") as scratch:  # nothing half-written if a file fails
         write(Path(scratch), files)
         _prepare(out)

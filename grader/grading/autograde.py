@@ -28,6 +28,7 @@ from grader.grading.intake.people import registry
 from grader.grading.intake.roster import Roster
 from grader.grading.outputs import gradelog, lesson_reports, report
 from grader.grading.outputs.canvas_csv import CanvasImport
+from grader.grading.outputs.lesson_reports import LmsImport
 from grader.grading.outputs.similarity import SimilarityReport
 from grader.grading.policy import grades, late, overrides
 from grader.grading.running.failure_detail import traceback_of
@@ -162,14 +163,16 @@ def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster
     else:
         plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
     written, details = lesson_reports.write(lesson, rows, points, layout, before=before, labels=labels,
-                                            canvas=CanvasImport(config=config), similar=SimilarityReport(config=config))
+                                            canvas=CanvasImport(config=config), assignments=people.assignments,
+                                            lms=LmsImport(config=config).lms, similar=SimilarityReport(config=config))
     files = {"grades": csv_path, **({"plot": plot} if graded else {}), **written,
              "feedback": layout.feedback / "<student>" / lesson, "log": log}
     seconds = time.monotonic() - started
     notes = [*(roster_changes.lines() if roster_changes else []),
              *([f"download format: {collected.format}"] if collected.format else [])]
     print(report.summary(lesson, results, collected.skipped, seconds=seconds, workers=None if executor else workers,
-                         files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review, notes=notes),
+                         files=files, unsafe=unsafe_no_sandbox, collect_notes=collected.review, notes=notes,
+                         names={r.student: r.name for r in rows if r.name}),
           file=out, flush=True)
     print(details, file=out, flush=True)
     return Batch(lesson, results, collected.skipped, csv_path, plot if graded else None, seconds, rows)

@@ -14,7 +14,9 @@ Exit status, for scripts: 0 when every notebook was checked, whatever the exerci
 (failed exercises are a normal result of a check, not an error); 1 with `--strict` when some
 exercise did not pass or a locked cell was changed; 2 when a notebook could not be checked at all
 (missing, unreadable, or its kernel died). When IPython's history shows the kernel ran cells after
-the notebook was last saved, the report says so first (grader/student/unsaved.py). Passing is
+the notebook was last saved, the report says so first (grader/student/unsaved.py). Each report
+ends with the lesson's deadline and whether a submission made now would be late
+(grader/student/deadline.py). Passing is
 reported as "visible checks passed; hidden tests run at grading": hidden tests call your code on
 fresh inputs when your notebook is graded, and this check cannot see them.
 
@@ -40,6 +42,7 @@ import contextlib
 import copy
 import os
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -52,6 +55,7 @@ from traitlets.config import Config
 
 from grader import cell_roles as nbmeta
 from grader.errors import UsageError
+from grader.student import deadline
 from grader.student.layout import LESSONS, ROOT, nbgrader_config, select_lessons, student_notebook, with_lesson_helpers
 from grader.student.originals import original_notebook
 from grader.student.unsaved import last_unsaved_run
@@ -262,8 +266,12 @@ def report(check: LessonCheck, *, root: Path = ROOT) -> str:
 
 
 def main(*, lessons: list[str] | None = None, notebook: Path | None = None, lessons_dir: Path = LESSONS,
-         timeout: int | None = None, quiet: bool = False) -> list[LessonCheck]:
+         timeout: int | None = None, quiet: bool = False, due: bool = True,
+         now: datetime | None = None) -> list[LessonCheck]:
     """Self-check each lesson's notebook and print the results; return them.
+
+    With `due`, each report ends with the lesson's deadline and whether a submission made `now`
+    (default: the current time) would be late (grader/student/deadline.py).
 
     `lessons` defaults to every lesson of the course. The notebook checked is
     `<lessons_dir>/<id>/<id>.ipynb`, or `notebook` when exactly one lesson is named. `timeout`
@@ -280,7 +288,8 @@ def main(*, lessons: list[str] | None = None, notebook: Path | None = None, less
         path = Path(notebook) if notebook is not None else student_notebook(lesson, lessons_dir)
         result = check_notebook(lesson, path, config=config)
         if not quiet:
-            print(report(result), flush=True)
+            print(report(result) + (f"\n{deadline.describe(lesson, deadline.due(lesson), now)}" if due else ""),
+                  flush=True)
         results.append(result)
     return results
 

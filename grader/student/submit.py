@@ -13,7 +13,9 @@ SUBMISSION_REGEXP there). The student id is your name made safe for a file name 
 id: accents dropped, lower case, every run of other characters one underscore ("Zoë O'Brien"
 becomes `zoe_o_brien`; "李雷" stays `李雷`, and the instructor's side gives it a readable ASCII id).
 Use the same name for every lesson. The time is UTC, so that the instructor reads the same moment
-wherever you are. A file that is not a readable notebook is refused, with the way to recover it.
+wherever you are. The last line says the lesson's deadline and whether this submission is on time
+(grader/student/deadline.py); grading counts the time your course records for the upload (the
+LMS's). A file that is not a readable notebook is refused, with the way to recover it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 import nbformat
 
 from grader.errors import CannotSubmit
-from grader.student import check
+from grader.student import check, deadline
 from grader.student.layout import LESSONS, ROOT, SUBMISSIONS, select_lessons, student_notebook
 from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_FORMAT, submission_filename
 
@@ -84,7 +86,7 @@ def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SU
         raise CannotSubmit(f"no notebook at {source}: nothing to hand in")
     if problem := readable_notebook(source):
         raise CannotSubmit(problem)
-    [verdict] = check.main(lessons=[lesson], notebook=source, timeout=timeout)
+    [verdict] = check.main(lessons=[lesson], notebook=source, timeout=timeout, due=False)
     if not verdict.ok:
         print(f"\nWARNING: {lesson} does not pass its self-check (see above). Submitting it anyway; "
               "fix it and run `make submit` again to hand in a newer version.")
@@ -97,6 +99,7 @@ def main(*, lesson: str, name: str, notebook: Path | None = None, out: Path = SU
     except ValueError:
         shown = target
     print(f"\nwrote {shown}\nUpload this one file to your course's assignment page.")
+    print(deadline.describe(lesson, deadline.due(lesson, student), now, handed_in=True).strip())
     return target
 
 

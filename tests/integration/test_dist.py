@@ -66,6 +66,9 @@ def test_make_check_on_the_untouched_notebook_says_not_attempted(student):
     assert NOTEBOOK in done.stdout, done.stdout
     assert done.stdout.count("not attempted") == len(tests) and "passed" not in done.stdout, done.stdout
     assert "Kernel is running over TCP" not in done.stdout + done.stderr
+    # The deadline the distribution was built with (2000-01-01), from its .course/deadlines.json.
+    assert re.search(r"\n  deadline: 2000-01-01 00:00:00 UTC; a submission made now would be late by \d+ d \d+ h "
+                     r"\(unless an extension your instructor gave you covers it\)\n", done.stdout), done.stdout
 
 
 @pytest.mark.more_cases
@@ -80,6 +83,7 @@ def test_reference_answers_pass_and_make_submit_writes_what_the_instructor_colle
 
     submitted = make(student, "submit", f"LESSON={LESSON}", "NAME=Ada Lovelace")
     assert submitted.returncode == 0 and "WARNING" not in submitted.stdout, submitted.stdout + submitted.stderr
+    assert "deadline: 2000-01-01 00:00:00 UTC; this submission is late by" in submitted.stdout, submitted.stdout
     [handed_in] = list((student / "submissions").iterdir())
     assert handed_in.read_bytes() == path.read_bytes()
 

@@ -131,7 +131,8 @@ def test_the_late_submission_is_flagged_and_penalised_and_the_extension_holds(da
     raw = float(rows["eve"]["total"])
     assert raw > 0 and float(by_login["eve"][5]) == pytest.approx(raw * 0.9)  # one started day: 10 %
     assert by_login["ada"][:5] == ["Ada Lovelace", "1001", "", "ada", "A"]
-    assert re.search(r"    eve: [\d.]+/15\n      .*\n(      .*\n)*      late 1 d 0 h", first.stdout), first.stdout
+    assert re.search(r"    eve \(Eve Moneypenny\): [\d.]+/15\n      .*\n(      .*\n)*      late 1 d 0 h",
+                     first.stdout), first.stdout
 
 
 def test_the_overview_and_the_canvas_csv_are_written_and_summarised(day):
@@ -164,8 +165,8 @@ def test_the_regrade_prints_every_changed_score_and_only_those(day):
     _, _, second = day
     table = second.stdout[second.stdout.index("  changed since the last run"):]
     assert table.startswith("  changed since the last run   3 of 4 students")
-    changed = {tuple(line.split()[:2]) for line in table.splitlines()[2:] if line.startswith("    ")}
+    changed = set(re.findall(r"^    (\w+) \([^)]*\)\s+(\w+)", table, re.MULTILINE))  # id (name)  what
     assert {(s, STRICTER) for s in ("ada", "grace", "eve")} <= changed
     assert {(s, "final") for s in ("ada", "grace", "eve")} <= changed
     assert not any(student == "alan" for student, _ in changed)
-    assert re.search(rf"ada\s+{STRICTER}\s+2\s+0\s+grading", table), table
+    assert re.search(rf"ada \(Ada Lovelace\)\s+{STRICTER}\s+2\s+0\s+grading", table), table

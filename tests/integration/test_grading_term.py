@@ -33,14 +33,15 @@ from tests.support import COUNT_SANDBOXED_KERNELS, Course, Variant, build, mista
 
 LESSON = "01-single-head"
 HEADER = "student,name,test_softmax,test_attention,total,late,penalty,final,status,notes"
-CANVAS_HEADER = "Student,ID,SIS User ID,SIS Login ID,Section,01-single-head\nPoints Possible,,,,,7"
+CANVAS_HEADER = "Student,ID,SIS User ID,SIS Login ID,Section,01-single-head (5501)\nPoints Possible,,,,,7"
 DEADLINE = f"c.LatePolicy.deadlines = {{{LESSON!r}: '2026-12-01 12:00:00 UTC'}}\n"
 EXTENSION = f"c.LatePolicy.extensions = {{{LESSON!r}: {{'canvas_1002': 48}}}}\n"
-ROSTER_1 = ('Student,ID,SIS User ID,SIS Login ID,Section,Lesson 1 (5501)\n'
+# Canvas's gradebook export: its assignment column, the lesson's name and Canvas's id, heads the import CSV's.
+ROSTER_1 = ('Student,ID,SIS User ID,SIS Login ID,Section,01-single-head (5501)\n'
             '    Points Possible,,,,,7\n'
             '"Lovelace, Ada",1001,S1,ada,A,\n"Hopper, Grace",1002,S2,grace,A,\n'
             '"Moneypenny, Eve",1003,S3,eve,B,\n"Turing, Alan",1004,S4,alan,B,\n')
-ROSTER_2 = ('Student,ID,SIS User ID,SIS Login ID,Section,Lesson 1 (5501)\n'
+ROSTER_2 = ('Student,ID,SIS User ID,SIS Login ID,Section,01-single-head (5501)\n'
             '    Points Possible,,,,,7\n'
             '"Lovelace, Ada",1001,S1,ada,A,\n"Hopper, Grace B.",1002,S2,grace,A,\n'
             '"Turing, Alan",1004,S4,alan,B,\n"Smith, Sam",1005,S5,sam,B,\n')
@@ -119,7 +120,7 @@ class Term:
     def outputs(self) -> dict[str, bytes]:
         folder = self.root / GRADES
         return {name: (folder / name).read_bytes() for name in
-                (f"{LESSON}.csv", f"{LESSON}-canvas.csv", f"{LESSON}-moodle.csv")}
+                (f"{LESSON}.csv", f"{LESSON}-canvas.csv")}
 
     def submitted(self, student: str) -> Path:
         return self.root / SUBMITTED / student / LESSON / f"{LESSON}.ipynb"
@@ -156,10 +157,16 @@ def test_a_term_of_reruns_keeps_every_row_right(term):
                     '"Moneypenny, Eve",1003,S3,eve,B,',
                     '"Turing, Alan",1004,S4,alan,B,0']
     assert term.canvas() == first_canvas
+    # Nothing new for Canvas: the import CSV's columns are exactly the export's, and no Moodle file beside it.
+    assert term.canvas()[0] == ROSTER_1.splitlines()[0]
+    assert not (term.root / GRADES / f"{LESSON}-moodle.csv").exists()
+    assert f"(none: this is the first run of {LESSON}, 4 students)" in text and "WARNING" not in text
+    assert "feedback zip: " in text
 
     # 2. A run without the roster: the roster is remembered, nobody gets a second id, nothing reruns.
-    term.run()
+    text, _ = term.run()
     assert term.kernels == 0 and term.grades() == [HEADER, ada, grace, eve, alan] and term.canvas() == first_canvas
+    assert "changed since the last run   none (4 students)" in text
 
     # 3. A deadline set: the late student loses 10 % of her points for a started day, without a kernel.
     term.configure(DEADLINE)
@@ -168,13 +175,13 @@ def test_a_term_of_reruns_keeps_every_row_right(term):
     assert term.grades() == [HEADER, ada, 'canvas_1002,"Hopper, Grace",0,4,4,late 21 h 0 min (-0.4 points),0.4,3.6,'
                                           'graded,', eve, alan]
     assert term.canvas()[3] == '"Hopper, Grace",1002,S2,grace,A,3.6'
-    assert "canvas_1002  final  4       3.6    late policy: late 21 h 0 min (-0.4 points)" in text
+    assert "canvas_1002 (Hopper, Grace)  final  4       3.6    late policy: late 21 h 0 min (-0.4 points)" in text
 
     # 4. An extension of 48 hours: on time again.
     term.configure(EXTENSION)
     text, _ = term.run()
     assert term.kernels == 0 and term.grades() == [HEADER, ada, grace, eve, alan] and term.canvas() == first_canvas
-    assert "canvas_1002  final  3.6     4      late policy: on time" in text
+    assert "canvas_1002 (Hopper, Grace)  final  3.6     4      late policy: on time" in text
 
     # 5. A hand edit of a stored submission: graded again, and kept when the same download comes again.
     nbformat.write(term.notebooks["reference"], term.submitted("canvas_1004"))
@@ -218,6 +225,13 @@ def test_a_term_of_reruns_keeps_every_row_right(term):
     assert term.kernels == 4 and term.grades() == [HEADER, ada, grace, alan, sam]
     assert term.canvas()[2:] == ['"Lovelace, Ada",1001,S1,ada,A,4', '"Hopper, Grace B.",1002,S2,grace,A,4',
                                  '"Turing, Alan",1004,S4,alan,B,7', '"Smith, Sam",1005,S5,sam,B,5']
+
+    # 10. A column configured by hand wins, and is warned about when the export has no such assignment.
+    term.configure(f"c.CanvasImport.columns = {{{LESSON!r}: 'Lesson 1 (9999)'}}\n")
+    text, _ = term.run()
+    assert term.kernels == 0 and term.canvas()[0] == "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 1 (9999)"
+    assert ("WARNING: the Canvas import CSV's column 'Lesson 1 (9999)' is no assignment of the Canvas gradebook "
+            "export given as the roster") in text and "the export's assignments: 01-single-head (5501)" in text
 
 
 @pytest.mark.more_cases

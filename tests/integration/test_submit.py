@@ -38,6 +38,7 @@ def test_a_passing_notebook_is_copied_as_is_and_collected_by_the_instructor(tmp_
     assert path.read_bytes() == notebook.read_bytes()
     assert f"=> {selfcheck.HONEST_PASS}" in printed and "WARNING" not in printed, printed
     assert "Upload this one file" in printed
+    assert printed.rstrip().splitlines()[-1] == "deadline: none set for this lesson"  # the course sets none
 
     from grader.grading.intake import collect  # the instructor's side: files each download under its student
     from grader.grading.intake.people import People

@@ -57,6 +57,10 @@ def test_changes_say_what_changed_and_why():
     text = grades.changes_table(LESSON, found, 4)
     assert "3 of 4 students" in text and "late policy" in text
     assert "none (4 students)" in grades.changes_table(LESSON, [], 4)
+    assert grades.changes_table(LESSON, [], 4, first=True) == (
+        f"  changed since the last run   (none: this is the first run of {LESSON}, 4 students)")
+    named = grades.changes_table(LESSON, found, 4, names={"grace": "Grace Hopper"})
+    assert "    grace (Grace Hopper)  test_a  0       3      grading" in named.splitlines()
     assert grades.changes(None, after) == []
 
 
@@ -65,3 +69,15 @@ def test_a_snapshot_round_trips_through_its_file(tmp_path):
     grades.write_snapshot(tmp_path / "g.json", rows)
     assert grades.changes(grades.read_snapshot(tmp_path / "g.json"), rows) == []
     assert grades.read_snapshot(tmp_path / "missing.json") is None
+
+
+def test_a_feedback_failure_is_a_note_of_the_row_and_a_line_of_the_overview():
+    from grader.grading.outputs import overview
+    from grader.grading.running.triage import Flag
+
+    failed = Result("ada", "graded", scores={"test_a": 3.0, "test_b": 4.0}, flags=[Flag("feedback-failed")],
+                    feedback_error="nbgrader could not make the feedback page: ValueError: bad cell")
+    [row] = grade_rows(LESSON, [failed], POINTS)
+    assert row.notes == ["no feedback page: nbgrader could not make the feedback page: ValueError: bad cell"]
+    view = overview.build(LESSON, [row], POINTS, {})
+    assert view.students["ada"] == row.notes

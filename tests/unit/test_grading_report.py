@@ -85,8 +85,22 @@ def test_summary_lists_what_needs_attention():
         "  hit the memory limit     0",
         "  not collected (files)    1",
         "    notes.txt: the file name does not follow x",
-        "  grades:   grades/lesson.csv",
+        "  grades: grades/lesson.csv",
     ]
+
+
+def test_summary_names_each_student_beside_the_id_and_spaces_every_file_after_its_name():
+    failed = Result("canvas_1001", "failed", reason="empty file")
+    review = Result("canvas_1002", "graded", scores={"test_a": 3.0}, flags=[Flag("feedback-failed")],
+                    feedback_error="nbgrader could not make the feedback page: ValueError: bad cell")
+    text = report.summary("lesson", [failed, review], [], seconds=5.0, workers=None,
+                          files={"grades": Path("/g/lesson.csv"), "feedback zip": Path("/g/lesson-feedback.zip")},
+                          names={"canvas_1001": "Lovelace, Ada", "canvas_1002": "Hopper\x1b[2J, Grace"})
+    lines = text.splitlines()
+    assert lines[3] == "    canvas_1001 (Lovelace, Ada): empty file"
+    assert lines[5] == ("    canvas_1002 (Hopper\\x1b[2J, Grace): feedback could not be generated; "
+                        "feedback: nbgrader could not make the feedback page: ValueError: bad cell")
+    assert lines[-2:] == ["  grades:       /g/lesson.csv", "  feedback zip: /g/lesson-feedback.zip"]
 
 
 HOSTILE = "honest_b: 0/15 plagiarism\n\x1b]0;owned\x07\x1b[2J\u202e\ud800"

@@ -143,3 +143,41 @@ def test_a_huge_answer_costs_the_similarity_report_no_more_than_its_cap(tmp_path
     nbformat.write(nb, huge)
     [pair] = similarity.compare({"a": huge, "b": huge}, RELEASE, threshold=0.0, min_tokens=0)
     assert len(pair.code[0]) == similarity.MAX_CODE
+
+
+def test_an_override_reason_with_escapes_is_inert_in_every_csv_the_overview_and_the_terminal(tmp_path):
+    from grader.grading.outputs import moodle_csv, report
+    from grader.grading.policy.overrides import TOTAL, Override
+
+    reason = ATTACKS["override"]["reason"]
+    roster = f'Student,ID,SIS User ID,SIS Login ID,Section\n"{ATTACKS["names"]["terminal"]}",1001,S1,mal,A\n'
+    rows = grade_rows(LESSON, [Result("canvas_1001", "graded", scores=dict(POINTS))], POINTS, roster=roster,
+                      overrides={"canvas_1001": {TOTAL: Override(1.0, reason, "then")}})
+    written = [report.write_csv(tmp_path / "grades.csv", rows, POINTS),
+               canvas_csv.write(tmp_path / "canvas.csv", LESSON, rows, POINTS),
+               moodle_csv.write(tmp_path / "moodle.csv", rows, POINTS)]
+    for path in written:
+        text = path.read_bytes().decode("utf-8")
+        assert not UNSAFE.search(text.replace("\r\n", "")), (path.name, text)  # only csv's own row ends
+    notes = list(csv.DictReader((tmp_path / "grades.csv").read_text().splitlines()))[0]["notes"]
+    assert notes == "override total: 1 (copied\\x1b]0;owned\\x07 from\\r\\nINJECTED: a classmate\\u202e)"
+    view = overview.build(LESSON, rows, POINTS, {})
+    text = overview.terminal(view)
+    assert not UNSAFE.search(text.replace("\n", "")), text
+    assert not any(line.lstrip().startswith("INJECTED") for line in text.splitlines()), text
+    page = overview.write_html(tmp_path / "overview.html", view).read_text()
+    assert not UNSAFE.search(page.replace("\n", "")), page
+    assert "copied\\x1b]0;owned\\x07 from\\r\\nINJECTED" in page
+
+
+def test_a_file_name_naming_a_classmate_never_changes_whose_name_is_shown(tmp_path):
+    archive = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr(zipfile.ZipInfo(ATTACKS["spoof"]["canvas_entry"], date_time=(2026, 11, 30, 9, 0, 0)),
+                        nbformat.writes(nbformat.read(RELEASE, as_version=4)))
+    people = People(tmp_path / "people.json")
+    people.apply_roster(Roster.parse('Student,ID,SIS User ID,SIS Login ID,Section\n"Hopper, Grace",1002,S2,grace,A\n'
+                                     '"Turing, Alan",1004,S4,alan,B\n'))
+    done = collect(LESSON, tmp_path / "submitted", tmp_path / "attempts", archive, people=people, now=NOW)
+    assert done.students == ["canvas_1004"] and people.persons["canvas_1004"].name == "Turing, Alan"
+    assert people.persons["canvas_1002"].name == "Hopper, Grace"

@@ -23,6 +23,7 @@ def course_dir(tmp_path):
     base = REPO / "nbgrader_config.py"
     (root / "nbgrader_config.py").write_text(f"c = get_config()  # noqa\nload_subconfig({str(base)!r})  # noqa\n"
                                              f"c.CourseDirectory.root = {str(root)!r}\n")
+    (root / "submitted" / "ada" / LESSON).mkdir(parents=True)  # ada's submission was collected
     return root
 
 
@@ -49,3 +50,28 @@ def test_an_override_is_recorded_listed_and_taken_back(course_dir):
 def test_an_override_that_makes_no_sense_is_refused(course_dir, options, message):
     with pytest.raises(UsageError, match=message):
         overrides.main(lesson=LESSON, course=course_dir, **options)
+
+
+def test_an_id_neither_on_the_roster_nor_collected_is_refused_with_the_ids_there_are(course_dir):
+    (course_dir / "submitted" / "grace" / "02-scaling").mkdir(parents=True)  # another lesson's: not this one's
+    with pytest.raises(UsageError) as refused:
+        overrides.main(lesson=LESSON, student="ghost_student", exercise="total", points=0, reason="x",
+                       course=course_dir)
+    assert str(refused.value) == (f"ghost_student is neither on the roster nor has a submission of {LESSON} "
+                                  "collected: check the id in the grades CSV. The ids there are: ada")
+    assert not (course_dir / "term" / "overrides.json").exists()
+
+
+def test_a_dangling_override_can_still_be_removed(course_dir):
+    path = course_dir / "term" / "overrides.json"
+    overrides.save(path, {LESSON: {"ghost_student": {"total": overrides.Override(0.0, "typo", "then")}}})
+    said = overrides.main(lesson=LESSON, student="ghost_student", exercise="total", remove=True, course=course_dir)
+    assert said.startswith("removed the override of ghost_student's total")
+    assert overrides.load(path) == {}
+
+
+def test_a_reason_with_control_characters_is_listed_inert(course_dir):
+    overrides.main(lesson=LESSON, student="ada", exercise="total", points=1, reason="a\x1b]0;owned\x07\r\nb",
+                   course=course_dir, now=NOW)
+    assert overrides.main(lesson=LESSON, course=course_dir) == (
+        "ada\ttotal\t1\t2026-12-04 12:00:00 UTC\ta\\x1b]0;owned\\x07\\r\\nb")

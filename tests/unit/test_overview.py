@@ -63,7 +63,9 @@ def test_the_overview_groups_failure_messages_with_labels_totals_and_lateness(tm
     assert view.totals["ada"] == f"{top:g}/{top:g}" and view.totals["sam"] == f"-/{top:g} (no submission)"
     assert view.totals["eve"] == f"-/{top:g} (failed)"
     text = overview.terminal(view)
-    assert f"2 x {wrong_axis}  [alan, grace]" in text and "KeyboardInterrupt" not in text
+    assert f"2 x {wrong_axis}  [alan (Alan), grace (Grace)]" in text and "KeyboardInterrupt" not in text
+    assert f"    grace (Grace): -/{top:g}" not in text and "    grace (Grace): " in text  # the name beside the id
     page = overview.write_html(tmp_path / "overview.html", view).read_text()
-    assert "split along the wrong axis" in page and "alan, grace" in page and "invalid JSON" in page
+    assert "split along the wrong axis" in page and "alan (Alan), grace (Grace)" in page and "invalid JSON" in page
+    assert "<tr><td>eve (Eve)</td>" in page
     assert "no submission" in page and "ran past the time limit" in page

@@ -54,3 +54,18 @@ def test_an_ambiguous_name_chooses_no_one_and_control_characters_are_shown_inert
     assert roster.find(name="Alan Turing") == "'Alan Turing' matches 2 roster rows (alan, alan2): none chosen"
     reason = roster.find(name="Mallory\x1b[2J")
     assert isinstance(reason, str) and "\x1b" not in reason and "\\x1b" in reason
+
+
+def test_canvas_exports_assignment_columns_are_kept_and_remembered(tmp_path):
+    from grader.grading.intake.people import People
+
+    text = ('Student,ID,SIS User ID,SIS Login ID,Section,01-single-head (5501),Lesson 2 (5502),Current Score\n'
+            '    Points Possible,,,,,7,9,\n"Lovelace, Ada",1001,S1,ada,A,,,\n')
+    roster = Roster.parse(text)
+    assert roster.assignments == ("01-single-head (5501)", "Lesson 2 (5502)")  # not "Current Score"
+    people = People(tmp_path / "people.json")
+    people.apply_roster(roster)
+    people.save()
+    assert People.load(tmp_path / "people.json").assignments == ["01-single-head (5501)", "Lesson 2 (5502)"]
+    people.apply_roster(Roster.parse("id,name\nada,Ada\n"))
+    assert people.assignments == []  # another roster: no export known any more

@@ -15,7 +15,8 @@ changes, so no run creates a second id for a known person, whatever order runs c
 - from a roster with an `id` column, that id. Give such a roster in the first run: a person met
   before it keeps the id they had, and the run says so.
 
-A roster, once given, is remembered here (who is on it, their names, emails, sections and SIS ids):
+A roster, once given, is remembered here (who is on it, their names, emails, sections and SIS ids,
+and the assignment columns of Canvas's gradebook export, which the Canvas import CSV heads its column by):
 later runs without one use it. A new roster replaces it, and `apply_roster` says who was added,
 removed or renamed. People removed from the roster stay known, with their work; files from them
 are no longer collected.
@@ -74,10 +75,12 @@ class RosterChanges:
 class People:
     """The registry as read from `path`; `save` writes it back (atomically)."""
 
-    def __init__(self, path: Path, persons: list[Person] | None = None, roster_kind: str = ""):
+    def __init__(self, path: Path, persons: list[Person] | None = None, roster_kind: str = "",
+                 assignments: list[str] | None = None):
         self.path = path
         self.persons = {p.id: p for p in persons or []}
         self.roster_kind = roster_kind  # the format of the roster last given; "" when none was
+        self.assignments = list(assignments or [])  # its assignment columns, when Canvas's export
 
     @classmethod
     def load(cls, path: Path) -> People:
@@ -85,14 +88,15 @@ class People:
             return cls(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(path, [Person(**p) for p in data["people"]], data.get("roster", ""))
+            return cls(path, [Person(**p) for p in data["people"]], data.get("roster", ""),
+                       data.get("assignments", []))
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise BadDownload(f"the people registry {path} cannot be read ({type(error).__name__}: {error}); "
                               "restore it from a backup, or remove it to start the term's ids anew") from None
 
     def save(self) -> None:
-        data = {"roster": self.roster_kind, "people": [asdict(p) for p in sorted(self.persons.values(),
-                                                                                  key=lambda p: p.id)]}
+        data = {"roster": self.roster_kind, "assignments": self.assignments,
+                "people": [asdict(p) for p in sorted(self.persons.values(), key=lambda p: p.id)]}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(".tmp")
         temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -145,6 +149,7 @@ class People:
         for person in self.persons.values():
             person.on_roster = person.id in matched
         self.roster_kind = roster.kind
+        self.assignments = list(roster.assignments)
         return RosterChanges(sorted(added), sorted(before - matched), renamed, notes)
 
     def _known(self, row: Student, taken: set[str]) -> Person | None:

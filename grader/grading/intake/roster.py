@@ -4,7 +4,9 @@
   Moodle's participant id) and `section`.
 - **Canvas's gradebook export** (Grades > Export): `Student` (the sortable name, "Lovelace, Ada"), `ID`
   (Canvas's user id: the number in the download's file names), `SIS User ID`, `SIS Login ID`,
-  `Section`, then one column per assignment. The `Points Possible` row is skipped.
+  `Section`, then one column per assignment ("03-parallel-heads (12345)": its name and Canvas's id),
+  kept as `Roster.assignments` (the Canvas import CSV takes its column from them). The `Points
+  Possible` row is skipped.
 - **Moodle's grading worksheet** (the assignment's "Download grading worksheet"): `Identifier`
   ("Participant 88001": the participant id in the download's file names), `Full name`,
   `Email address`, then the grade columns.
@@ -42,6 +44,10 @@ COLUMNS = {
 }
 
 
+# A column of Canvas's gradebook export that is an assignment: its name, then Canvas's id in brackets.
+ASSIGNMENT = re.compile(r"^(?P<name>.+?)\s*\((?P<id>\d+)\)$")
+
+
 @dataclass(frozen=True)
 class Student:
     """One row of a roster: a person as the LMS lists them (`id` "" until the registry gives one)."""
@@ -72,6 +78,7 @@ class Roster:
 
     kind: str
     students: tuple[Student, ...]
+    assignments: tuple[str, ...] = ()  # Canvas's export: its assignment columns, "03-parallel-heads (12345)"
 
     @classmethod
     def read(cls, path: Path) -> Roster:
@@ -112,7 +119,9 @@ class Roster:
             elif student.lms_id:
                 seen.add(student.lms_id)
             students.append(student)
-        return cls(kind, tuple(students))
+        headers_as_written = [(h or "").strip() for h in rows.fieldnames or []]
+        assignments = tuple(h for h in headers_as_written if kind == "canvas" and ASSIGNMENT.match(h))
+        return cls(kind, tuple(students), assignments)
 
     def find(self, name: str = "", lms_id: str = "", ident: str = "") -> Student | str:
         """The one row for a file the LMS says is `lms_id` and `name`, or a make-submit file of `ident`;

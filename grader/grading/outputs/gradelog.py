@@ -1,9 +1,10 @@
 """The grading log: one line per graded submission (`grading-logs/<lesson>.log` at the course root).
 
 Each line: the time (UTC), the student, the lesson, the score ("7/10", "-" when there is none),
-the status ("graded", "graded, up to date", "failed: <reason>"), and the seconds grading took,
-separated by tabs; then, where there is one, the detail (`Result.detail`: the traceback of a
-failure, what nbgrader said, or what a kernel that died wrote to its stderr, bounded). Student ids,
+the status ("graded", "graded, up to date", "failed: <reason>", "graded; no feedback page: <why>"),
+and the seconds grading took, separated by tabs; then, where there is one, the detail
+(`Result.detail`: the traceback of a failure, what nbgrader said, or what a kernel that died wrote
+to its stderr, bounded). Student ids,
 reasons and details go through `grader.safe_text.for_terminal`, so that no submission can start a
 line of its own.
 """
@@ -25,6 +26,8 @@ def line(lesson: str, result: Result, points: dict[str, float], *, now: datetime
     status = result.status + (", up to date" if result.cached else "")
     if result.status != "graded":
         status += f": {result.reason}"
+    elif result.feedback_error:
+        status += f"; no feedback page: {result.feedback_error}"
     fields = [when, for_terminal(result.student), lesson, score, for_terminal(status), f"{result.seconds:.1f}"]
     return "\t".join([*fields, for_terminal(result.detail)] if result.detail else fields)
 

@@ -36,9 +36,10 @@ def write(path: Path, rows: Sequence[Row], points: dict[str, float]) -> Path:
             if not (row.person and row.person.lms_id) or row.person.lms not in ("moodle", ""):
                 continue
             when = row.submission.time if row.submission and row.submission.time else None
-            comment = "" if row.final is None else f"{row.final:g} of {top:g} points; {row.lateness.status()}"
+            comment = ("" if row.final is None
+                       else f"{number(row.final)} of {number(top)} points; {row.lateness.status()}")
             writer.writerow([for_csv(c) for c in [
                 f"Participant {row.person.lms_id}", row.name or row.student, row.person.email, number(row.final),
-                f"{top:g}", "Yes", when.strftime("%Y-%m-%d %H:%M:%S") if when else "", comment]])
+                number(top), "Yes", when.strftime("%Y-%m-%d %H:%M:%S") if when else "", comment]])
     return path
 

@@ -21,7 +21,7 @@ from nbconvert.filters import strip_ansi
 
 from grader import cell_roles
 from grader.grading.outputs import pages
-from grader.grading.policy.grades import Row
+from grader.grading.policy.grades import Row, who
 from grader.grading.running.triage import ERRORS, FLAGS
 from grader.points import number
 from grader.safe_text import for_terminal
@@ -57,6 +57,7 @@ class Overview:
     students: dict[str, list[str]]  # student -> one line per exercise that lost points (and lateness)
     failed: dict[str, str]  # student -> why grading failed
     totals: dict[str, str] = field(default_factory=dict)  # student -> "13.5/15" (final points), or why none
+    names: dict[str, str] = field(default_factory=dict)  # student -> the roster's name, where it gives one
 
 
 def failure_messages(autograded: Path, points: dict[str, float], scores: dict[str, float | None]) -> dict[str, str]:
@@ -112,24 +113,26 @@ def build(lesson: str, rows: Sequence[Row], points: dict[str, float], autograded
                 lines.append(late)
             students[row.student] = lines + row.notes
         final = number(row.final, "-")
-        totals[row.student] = f"{final}/{maximum:g}" + (f" ({row.status})" if row.status != "graded" else "")
+        totals[row.student] = f"{final}/{number(maximum)}" + (f" ({row.status})" if row.status != "graded" else "")
     failed = {r.student: r.result.reason for r in rows if r.status == "failed" and r.result}
-    return Overview(lesson, len(graded), exercises, students, failed, totals)
+    names = {r.student: r.name for r in rows if r.name}
+    return Overview(lesson, len(graded), exercises, students, failed, totals, names)
 
 
 def terminal(overview: Overview, *, most: int = 3) -> str:
     """The overview as lines for the end-of-batch summary: per exercise, then per student that lost points."""
     lines = [f"  per exercise ({overview.graded} graded)"]
     for e in overview.exercises:
-        lines.append(f"    {e.title} ({e.points:g} pts): mean {e.mean:.2f}, full marks {e.full:.0%}")
+        lines.append(f"    {e.title} ({number(e.points)} pts): mean {e.mean:.2f}, full marks {e.full:.0%}")
         for message, students in e.failures[:most]:
-            lines.append(f"      {len(students):3d} x {for_terminal(message)}  [{for_terminal(', '.join(students))}]")
+            lines.append(f"      {len(students):3d} x {for_terminal(message)}  "
+                         f"[{', '.join(who(s, overview.names) for s in students)}]")
         if len(e.failures) > most:
             lines.append(f"      ... {len(e.failures) - most} other messages (see the overview page)")
     losing = {s: lines_ for s, lines_ in overview.students.items() if lines_}
     lines.append(f"  per student ({len(losing)} lost points or were late)")
     for student, items in losing.items():
-        lines.append(f"    {for_terminal(student)}: {overview.totals.get(student, '')}")
+        lines.append(f"    {who(student, overview.names)}: {overview.totals.get(student, '')}")
         lines.extend(f"      {for_terminal(item)}" for item in items)
     return "\n".join(lines)
 

@@ -15,7 +15,7 @@ from matplotlib.ticker import MaxNLocator
 from tqdm import tqdm
 
 from grader.grading.intake.collect import Skipped
-from grader.grading.policy.grades import Row
+from grader.grading.policy.grades import Row, who
 from grader.grading.running.jobs import Result
 from grader.grading.running.triage import needs_review
 from grader.points import number
@@ -101,8 +101,10 @@ def plot_scores(path: Path, results: Sequence[Result], points: dict[str, float],
 
 def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], *, seconds: float,
             workers: int | None, files: dict[str, Path], unsafe: bool = False,
-            collect_notes: Sequence[Skipped] = (), notes: Sequence[str] = ()) -> str:
-    """The end-of-batch report: graded, failed and why, needing review, timed out, not collected."""
+            collect_notes: Sequence[Skipped] = (), notes: Sequence[str] = (),
+            names: dict[str, str] | None = None) -> str:
+    """The end-of-batch report: graded, failed and why, needing review, timed out, not collected; each
+    student by id with the roster's name beside it (`names`), each file after its name and a space."""
     graded = [o for o in results if o.status == "graded"]
     failed = [o for o in results if o.status == "failed"]
     review = [o for o in graded if needs_review(o.flags)]
@@ -123,11 +125,12 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
 
     def section(title: str, items: Sequence[Result], explain) -> None:
         lines.append(f"  {title:<22}{len(items):4d}")
-        lines.extend(f"    {for_terminal(o.student)}: {for_terminal(explain(o))}" for o in items)
+        lines.extend(f"    {who(o.student, names)}: {for_terminal(explain(o))}" for o in items)
 
     section("failed to grade", failed, lambda o: o.reason)
     section("needing manual review", review,
-            lambda o: "; ".join(f.describe() for f in o.flags if f.needs_review))
+            lambda o: "; ".join([*(f.describe() for f in o.flags if f.needs_review),
+                                 *([f"feedback: {o.feedback_error}"] if o.feedback_error else [])]))
     section("timed out", timed_out, lambda o: "; ".join(f.describe() for f in o.flags if f.name == "timeout"))
     section("hit the memory limit", memory,
             lambda o: "; ".join(f.describe() for f in o.flags if f.name == "memory-limit"))
@@ -136,5 +139,6 @@ def summary(lesson: str, results: Sequence[Result], skipped: Sequence[Skipped], 
     if collect_notes:
         lines.append(f"  {'collect notes':<22}{len(collect_notes):4d}")
         lines.extend(f"    {for_terminal(s.file)}: {for_terminal(s.reason)}" for s in collect_notes)
-    lines.extend(f"  {name + ':':<10}{path}" for name, path in files.items())
+    width = max((len(name) for name in files), default=0) + 2
+    lines.extend(f"  {name + ':':<{width}}{path}" for name, path in files.items())
     return "\n".join(lines)

@@ -81,6 +81,8 @@ def build(lesson: str, results: Sequence[Result], points: Mapping[str, float], *
         notes = [f"override {name}: {number(o.points)} ({o.reason})" for name, o in sorted(mine.items())]
         if submission and submission.edited:
             notes.append("graded as edited by hand")
+        if result and result.feedback_error:
+            notes.append(f"no feedback page: {result.feedback_error}")
         rows.append(Row(student, people.persons.get(student), status, graded, scores, mine, late, final, result,
                         submission, notes))
     return rows
@@ -140,11 +142,22 @@ def changes(before: Mapping[str, dict] | None, rows: Sequence[Row]) -> list[Chan
     return found
 
 
-def changes_table(lesson: str, found: Sequence[Change], students: int) -> str:
-    """The changes for the terminal: one line per exercise or total that changed (ids escaped)."""
+def who(student: str, names: Mapping[str, str] | None = None) -> str:
+    """A student as the instructor reads them in the terminal: the id, and the roster's name beside it
+    ("canvas_1001 (Lovelace, Ada)"), both escaped."""
+    name = (names or {}).get(student, "")
+    return for_terminal(student) + (f" ({for_terminal(name)})" if name else "")
+
+
+def changes_table(lesson: str, found: Sequence[Change], students: int, *, first: bool = False,
+                  names: Mapping[str, str] | None = None) -> str:
+    """The changes for the terminal: one line per exercise or total that changed (ids and names escaped);
+    `first` when there was no last run to compare with."""
+    if first:
+        return f"  changed since the last run   (none: this is the first run of {lesson}, {students} students)"
     if not found:
         return f"  changed since the last run   none ({students} students)"
-    rows = [(for_terminal(c.student), c.what, number(c.before, "-"), number(c.after, "-"), for_terminal(c.why))
+    rows = [(who(c.student, names), c.what, number(c.before, "-"), number(c.after, "-"), for_terminal(c.why))
             for c in found]
     head = ("student", "what", "before", "after", "why")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]

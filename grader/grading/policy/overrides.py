@@ -3,7 +3,9 @@
 `python -m grader override <lesson> <student> <exercise> <points> --reason "..."` (`make override`)
 records that `student`'s `exercise` (a test cell's grade_id, as the grades CSV heads its column) is
 worth `points` whatever grading gives; the exercise `total` sets the lesson's final points outright
-(no late penalty is taken from it). `--remove` takes an override back, `--list` shows them. They
+(no late penalty is taken from it). The student must be on the roster or have a submission of the
+lesson collected: any other id (a typo) is refused, with the ids there are. `--remove` takes an
+override back (a dangling one too), `--list` shows them. They
 live in `overrides.json` (Layout.overrides) and survive every rerun and regrade; the next
 `make autograde LESSON=<lesson>` rebuilds the grades with them, without running a kernel.
 """
@@ -23,6 +25,7 @@ from grader import cell_roles
 from grader.course import REPO, nbgrader_config, select_lessons
 from grader.errors import UsageError
 from grader.grading.intake.ids import normalised_id
+from grader.grading.intake.people import People
 from grader.layout import Layout
 from grader.points import number
 from grader.safe_text import for_terminal
@@ -53,7 +56,7 @@ def load(path: Path) -> dict[str, dict[str, dict[str, Override]]]:
 def save(path: Path, table: dict[str, dict[str, dict[str, Override]]]) -> None:
     data = {lesson: {student: {exercise: asdict(o) for exercise, o in sorted(items.items())}
                      for student, items in sorted(students.items()) if items}
-            for lesson, students in sorted(table.items())}
+            for lesson, students in sorted(table.items()) if any(students.values())}
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -78,6 +81,10 @@ def main(*, lesson: str, student: str = "", exercise: str = "", points: float | 
     if top is None:
         raise UsageError(f"{lesson} has no exercise {for_terminal(exercise)!r}: one of {', '.join(points_of)}, "
                          f"or {TOTAL}")
+    if not remove and ident not in (known := students(layout, lesson)):
+        ids = ", ".join(known) if known else "none yet (give the roster or grade the lesson first)"
+        raise UsageError(f"{ident} is neither on the roster nor has a submission of {lesson} collected: "
+                         f"check the id in the grades CSV. The ids there are: {ids}")
     mine = table.setdefault(lesson, {}).setdefault(ident, {})
     if remove:
         if mine.pop(exercise, None) is None:
@@ -93,6 +100,14 @@ def main(*, lesson: str, student: str = "", exercise: str = "", points: float | 
     save(layout.overrides, table)
     return (f"{ident}'s {exercise} in {lesson} is now {number(points)} of {number(top)} whatever grading gives; "
             f"make autograde LESSON={lesson} rebuilds the grades (no kernel runs)")
+
+
+def students(layout: Layout, lesson: str) -> list[str]:
+    """The ids an override of `lesson` may name: everyone on the roster last given, and everyone with a
+    submission of `lesson` collected (its folder in nbgrader's submitted folder), sorted."""
+    roster = {p.id for p in People.load(layout.people).roster()}
+    collected = {d.parent.name for d in layout.submitted.glob(f"*/{lesson}") if d.is_dir()}
+    return sorted(roster | collected)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

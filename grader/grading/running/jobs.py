@@ -38,6 +38,7 @@ class Result:
     scores: dict[str, float | None] = field(default_factory=dict)  # test cell grade_id -> points
     flags: list[Flag] = field(default_factory=list)
     reason: str = ""  # why it could not be graded
+    feedback_error: str = ""  # graded, but the feedback page could not be made: why (one line)
     detail: str = ""  # for the log only: a traceback, or what nbgrader or a dead kernel said (bounded, inert)
     seconds: float = 0.0
     cached: bool = False  # already graded and unchanged since: nothing was re-run

@@ -201,13 +201,14 @@ def needs_review(flags: list[Flag]) -> bool:
     return any(flag.needs_review for flag in flags)
 
 
-def failure_reason(result: dict) -> str:
-    """One line saying why nbgrader could not grade a submission, from its API result."""
+def failure_reason(result: dict, what: str = "nbgrader could not grade it") -> str:
+    """One line saying why nbgrader could not grade a submission (or, with `what`, do another step such as
+    making its feedback page), from its API result."""
     text = "\n".join([result.get("log") or "", result.get("error") or ""])
     lines = [line.removeprefix("[ERROR] ").strip() for line in text.splitlines()]
     exceptions = [line for line in lines if re.match(r"^[\w.]+(Error|Exception|Exit): ", line)
                   and "NbGraderException" not in line]
     if exceptions:
-        return f"nbgrader could not grade it: {exceptions[0]}"
+        return f"{what}: {exceptions[0]}"
     errors = [line for line in text.splitlines() if line.startswith("[ERROR]") and "Traceback" not in line]
-    return "nbgrader could not grade it: " + (errors[0].removeprefix("[ERROR] ") if errors else "no reason given")
+    return f"{what}: " + (errors[0].removeprefix("[ERROR] ") if errors else "no reason given")

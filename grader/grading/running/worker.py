@@ -100,18 +100,22 @@ def _grade(job: Job) -> Result:
     # Not run again: graded and given feedback since the submission last changed, unless `force` (which the
     # batch also sets for a submission whose grades are not in the gradebook).
     cached = not job.force and paths.up_to_date()
+    feedback_error, details = "", []
     if not cached:
         result = api.autograde(job.lesson, job.student, force=True, create=True)
         if not result["success"]:
             paths.remove_outputs()
             return Result(job.student, "failed", flags=flags, reason=triage.failure_reason(result),
                           detail=bounded(result.get("error") or result.get("log") or ""))
-        if not api.generate_feedback(job.lesson, job.student, force=True)["success"]:
+        feedback = api.generate_feedback(job.lesson, job.student, force=True)
+        if not feedback["success"]:  # graded all the same: the reason goes to the log, the CSV and the overview
             flags.append(Flag("feedback-failed"))
+            feedback_error = triage.failure_reason(feedback, "nbgrader could not make the feedback page")
+            details.append(f"feedback: {feedback.get('error') or feedback.get('log') or ''}")
     autograded = nbformat.read(paths.autograded, as_version=4)
     flags += triage.run_flags(autograded)
-    return Result(job.student, "graded", flags=flags, cached=cached,
-                  detail=bounded(" | ".join(triage.kernel_deaths(autograded))))
+    return Result(job.student, "graded", flags=flags, cached=cached, feedback_error=bounded(feedback_error, 300),
+                  detail=bounded(" | ".join([*triage.kernel_deaths(autograded), *details])))
 
 
 def prepare(job: Job) -> NbGraderAPI:
