@@ -248,9 +248,9 @@ def absorbed_matrices(W_q, W_uk, W_uv, W_o, n_heads):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_absorbed_matrices", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def check_absorbed_matrices(C, n_heads, hs, d_c, seed):
+def check_absorbed_matrices(C, n_heads, hs, d_c, draw):
     """Visible check: the folded matrices give every head's scores and outputs of the naive form."""
-    check_rng = np.random.default_rng(seed)
+    check_rng = np.random.default_rng(draw)
     W_q_, _, W_uk_, W_uv_, W_o_ = mla_weights(check_rng, C, n_heads, hs, d_c)
     copies = [a.copy() for a in (W_q_, W_uk_, W_uv_, W_o_)]
     got = absorbed_matrices(W_q_, W_uk_, W_uv_, W_o_, n_heads)
@@ -276,9 +276,9 @@ def check_absorbed_matrices(C, n_heads, hs, d_c, seed):
         "W_vo gives another output: W_vo[i] is W_uv's head-i columns times W_o's head-i ROWS")
 
 
-check_absorbed_matrices(16, 4, 4, 6, seed=0)
-check_absorbed_matrices(12, 3, 5, 7, seed=1)  # C, hs and d_c all different
-check_absorbed_matrices(8, 1, 6, 3, seed=2)  # one head
+check_absorbed_matrices(16, 4, 4, 6, draw=0)
+check_absorbed_matrices(12, 3, 5, 7, draw=1)  # C, hs and d_c all different
+check_absorbed_matrices(8, 1, 6, 3, draw=2)  # one head
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -609,11 +609,11 @@ def causal_linear_attention(Q, K, V):
     S = np.zeros((*lead, d, V.shape[-1]))  # (..., d, dv): the running sum of phi(k)^T v
     z = np.zeros((*lead, d))  # (..., d): the running sum of phi(k)
     out = np.empty((*lead, T, V.shape[-1]))
-    for t in range(T):
-        S += fK_[..., t, :, None] * V[..., t, None, :]  # (..., d, 1) * (..., 1, dv) -> (..., d, dv)
-        z += fK_[..., t, :]
-        numerator = np.einsum("...d,...de->...e", fQ_[..., t, :], S)  # (..., d) @ (..., d, dv) -> (..., dv)
-        out[..., t, :] = numerator / (fQ_[..., t, :] * z).sum(axis=-1, keepdims=True)
+    for pos in range(T):
+        S += fK_[..., pos, :, None] * V[..., pos, None, :]  # (..., d, 1) * (..., 1, dv) -> (..., d, dv)
+        z += fK_[..., pos, :]
+        numerator = np.einsum("...d,...de->...e", fQ_[..., pos, :], S)  # (..., d) @ (..., d, dv) -> (..., dv)
+        out[..., pos, :] = numerator / (fQ_[..., pos, :] * z).sum(axis=-1, keepdims=True)
     return out
     ### END SOLUTION
 
@@ -852,9 +852,9 @@ def recall_forward_backward(params, pairs, query, answer, kind):
     return loss, accuracy, grads
 
 
-def train_recall(seed, n_pairs, kind, d=8, dv=16, steps=250, batch=32, lr=0.05):
-    """Train one recall model with Adam from seed; return its accuracy on 2,000 new sequences."""
-    rng = np.random.default_rng(seed)
+def train_recall(init, n_pairs, kind, d=8, dv=16, steps=250, batch=32, lr=0.05):
+    """Train one recall model with Adam from the seed `init`; return its accuracy on 2,000 new sequences."""
+    rng = np.random.default_rng(init)
     D, n_values = 32 + 16, 16
     params = {"W_q": rng.standard_normal((D, d)) / np.sqrt(D), "W_k": rng.standard_normal((D, d)) / np.sqrt(D),
               "W_v": rng.standard_normal((D, dv)) / np.sqrt(D),
@@ -867,7 +867,7 @@ def train_recall(seed, n_pairs, kind, d=8, dv=16, steps=250, batch=32, lr=0.05):
             m[name] = 0.9 * m[name] + 0.1 * grads[name]
             s2[name] = 0.999 * s2[name] + 0.001 * grads[name] ** 2
             params[name] -= lr * (m[name] / (1 - 0.9**step)) / (np.sqrt(s2[name] / (1 - 0.999**step)) + 1e-8)
-    test = recall_batch(np.random.default_rng(10_000 + seed), 2_000, n_pairs)
+    test = recall_batch(np.random.default_rng(10_000 + init), 2_000, n_pairs)
     return recall_forward_backward(params, *test, kind)[1]
 
 
