@@ -919,19 +919,19 @@ plt.show()
 # state's $d = 8$ feature dimensions. The green square is the same linear model with $d = 32$.*
 #
 # Over three seeds each, softmax attention recalls at 0.99 or better for every $n$ from 2 to 32.
-# Linear attention of the same size matches it only for the smallest $n$: its mean accuracy falls
+# Linear attention of the same size comes close only for the smallest $n$: its mean accuracy falls
 # from 0.97 at $n = 2$ to 0.80 at $n = 8$, 0.59 at $n = 16$ and 0.36 at $n = 32$, still far above
 # the chance rate of 0.0625, and the seeds agree to within a few points. Widening the
 # feature dimension to $d = 32$ brings it back to a mean of 0.93 at $n = 32$.
 #
-# That is what the fixed-size state means. Softmax attention keeps every key and can make one
-# weight nearly 1 by raising its score; the exponential is as sharp as the weights want. Linear
-# attention's weights are ratios of dot products of positive $d$-dimensional features, so only
-# about $d$ keys can be told apart cleanly: the state $S$ sums $n$ outer products into a
-# `(d, dv)` matrix, and beyond $d$ pairs their keys overlap and their values blur. On this task
-# and at this size, the measured accuracy tracks $n$ against $d$, not the training: the state's
-# size is the capacity. (These are the course's small models, trained for 250 steps; the
-# literature's larger comparisons point the same way, but this lesson measured only these.)
+# That is what the fixed-size state means. Softmax attention keeps every key, and the
+# exponential lets one weight approach 1 when its score stands out. Linear attention's weights
+# are ratios of dot products of positive $d$-dimensional features, and its whole memory is the
+# state $S$, $n$ outer products summed into one `(d, dv)` matrix: the more pairs it holds against
+# its $d$ feature dimensions, the more their keys overlap and their values blur. The numbers above
+# show exactly that pattern: accuracy falls as $n$ grows past $d = 8$, and comes back when $d$,
+# and with it the state, grows fourfold. (These are the course's small models, trained for 250
+# steps on one task; this lesson measured only these.)
 #
 # ## Summary
 #
