@@ -181,7 +181,7 @@ for design, numbers in per_layer.items():
 print(f"MLA caches as much as GQA with {(dc_ds + dr_ds) / (2 * hs_ds):.2f} key/value heads")
 
 # %% [markdown]
-# MLA caches 67.5 KiB per token, 56.89 times less than MHA's 3,840 KiB and about a quarter of
+# MLA caches 67.5 KiB per token, 56.89 times less than MHA's 3,840 KiB and less than a third of
 # GQA-8's 240 KiB, as much as GQA with 2.25 key/value heads (the paper's Table 1 says the same).
 # MQA is smaller still, 30 KiB, but gives every head the same key and value; in MLA each of the
 # 128 heads still has its own, up-projected from the shared latent. (The paper also compresses
@@ -813,7 +813,7 @@ def recall_batch(rng, B, n_pairs, n_keys=32, n_values=16):
 
 
 def recall_forward_backward(params, pairs, query, answer, kind):
-    """Loss, accuracy and gradients of the one-head recall model with softmax or linear similarity."""
+    """Loss, accuracy, gradients and the weights a (B, n) of the one-head recall model, softmax or linear."""
     B = len(answer)
     q = query @ params["W_q"]  # (B, D) @ (D, d) -> (B, d)
     k = pairs @ params["W_k"]  # (B, n, D) @ (D, d) -> (B, n, d)
@@ -849,11 +849,11 @@ def recall_forward_backward(params, pairs, query, answer, kind):
     grads["W_q"] = query.T @ d_q  # (D, B) @ (B, d)
     grads["W_k"] = np.einsum("bnD,bnd->Dd", pairs, d_k)
     grads["W_v"] = np.einsum("bnD,bne->De", pairs, d_v)
-    return loss, accuracy, grads
+    return loss, accuracy, grads, a
 
 
 def train_recall(init, n_pairs, kind, d=8, dv=16, steps=250, batch=32, lr=0.05):
-    """Train one recall model with Adam from the seed `init`; return its accuracy on 2,000 new sequences."""
+    """Train one recall model with Adam from the seed `init`: its test accuracy and mean weight on the asked pair."""
     rng = np.random.default_rng(init)
     D, n_values = 32 + 16, 16
     params = {"W_q": rng.standard_normal((D, d)) / np.sqrt(D), "W_k": rng.standard_normal((D, d)) / np.sqrt(D),
@@ -862,13 +862,15 @@ def train_recall(init, n_pairs, kind, d=8, dv=16, steps=250, batch=32, lr=0.05):
     m = {name: np.zeros_like(w) for name, w in params.items()}
     s2 = {name: np.zeros_like(w) for name, w in params.items()}
     for step in range(1, steps + 1):
-        _, _, grads = recall_forward_backward(params, *recall_batch(rng, batch, n_pairs), kind)
+        _, _, grads, _ = recall_forward_backward(params, *recall_batch(rng, batch, n_pairs), kind)
         for name in params:  # Adam, beta1 = 0.9, beta2 = 0.999
             m[name] = 0.9 * m[name] + 0.1 * grads[name]
             s2[name] = 0.999 * s2[name] + 0.001 * grads[name] ** 2
             params[name] -= lr * (m[name] / (1 - 0.9**step)) / (np.sqrt(s2[name] / (1 - 0.999**step)) + 1e-8)
-    test = recall_batch(np.random.default_rng(10_000 + init), 2_000, n_pairs)
-    return recall_forward_backward(params, *test, kind)[1]
+    pairs, query, answer = recall_batch(np.random.default_rng(10_000 + init), 2_000, n_pairs)
+    _, accuracy, _, a = recall_forward_backward(params, pairs, query, answer, kind)
+    asked = np.einsum("bnk,bk->bn", pairs[..., :32], query[:, :32]).argmax(axis=1)  # the pair whose key matches
+    return accuracy, a[np.arange(len(answer)), asked].mean()
 
 
 # A finite-difference check of the linear model's gradient before training anything.
@@ -877,7 +879,7 @@ fd_params = {"W_q": fd_rng.standard_normal((48, 8)), "W_k": fd_rng.standard_norm
              "W_v": fd_rng.standard_normal((48, 16)), "W_out": fd_rng.standard_normal((16, 16))}
 fd_data = recall_batch(fd_rng, 4, 5)
 for fd_kind in ["softmax", "linear"]:
-    _, _, fd_grads = recall_forward_backward(fd_params, *fd_data, fd_kind)
+    _, _, fd_grads, _ = recall_forward_backward(fd_params, *fd_data, fd_kind)
     worst = 0.0
     for name, i, j in [("W_q", 3, 2), ("W_k", 40, 5), ("W_v", 33, 7), ("W_k", 10, 0)]:
         bumped = {key: w.copy() for key, w in fd_params.items()}
@@ -890,15 +892,20 @@ for fd_kind in ["softmax", "linear"]:
 
 # %%
 pair_counts, seeds = [2, 4, 8, 16, 32], [0, 1, 2]
-recall = {kind: np.array([[train_recall(seed, n, kind) for seed in seeds] for n in pair_counts])
-          for kind in ["softmax", "linear"]}  # (len(pair_counts), len(seeds)) accuracies
+runs = {kind: np.array([[train_recall(seed, n, kind) for seed in seeds] for n in pair_counts])
+        for kind in ["softmax", "linear"]}  # (len(pair_counts), len(seeds), 2): accuracy, weight on the asked pair
+recall = {kind: result[..., 0] for kind, result in runs.items()}  # (len(pair_counts), len(seeds))
 print(f"{'pairs n':>7} | {'softmax, per seed':>18} {'mean':>5} | {'linear, per seed':>18} {'mean':>5}")
 for row, n in enumerate(pair_counts):
     print(f"{n:>7} | {' '.join(f'{acc:.2f}' for acc in recall['softmax'][row]):>18} {recall['softmax'][row].mean():5.2f}"
           f" | {' '.join(f'{acc:.2f}' for acc in recall['linear'][row]):>18} {recall['linear'][row].mean():5.2f}")
-wider = np.array([train_recall(seed, 32, "linear", d=32) for seed in seeds])
+wider = np.array([train_recall(seed, 32, "linear", d=32)[0] for seed in seeds])
 print(f"control, linear with d = 32 at n = 32: {' '.join(f'{acc:.2f}' for acc in wider)}, mean {wider.mean():.2f}")
 print(f"chance: {1 / 16:.4f}")
+print("mean weight on the asked pair (mean of 3 seeds), against 1/n for uniform weights:")
+for row, n in enumerate(pair_counts):
+    print(f"  n = {n:>2}: softmax {runs['softmax'][row, :, 1].mean():.2f}, linear {runs['linear'][row, :, 1].mean():.2f},"
+          f" uniform {1 / n:.2f}")
 
 fig, ax = plt.subplots(figsize=(6, 4))
 for kind, colour in [("softmax", "tab:blue"), ("linear", "tab:orange")]:
@@ -923,6 +930,11 @@ plt.show()
 # from 0.97 at $n = 2$ to 0.80 at $n = 8$, 0.59 at $n = 16$ and 0.36 at $n = 32$, still far above
 # the chance rate of 0.0625, and the seeds agree to within a few points. Widening the
 # feature dimension to $d = 32$ brings it back to a mean of 0.93 at $n = 32$.
+#
+# The weights show how. The trained softmax head puts between 0.89 and 0.94 of its weight on the
+# asked pair, on average, at every $n$; the linear head's share falls from 0.72 at $n = 2$ to 0.40
+# at $n = 8$ and 0.15 at $n = 32$, where uniform weights would give $1/32$: it still leans
+# towards the right pair, but it cannot single it out.
 #
 # That is what the fixed-size state means. Softmax attention keeps every key, and the
 # exponential lets one weight approach 1 when its score stands out. Linear attention's weights
@@ -956,8 +968,9 @@ plt.show()
 # Its time grows linearly where softmax attention's grows quadratically.
 #
 # **What it gives up.** At the same size ($d = 8$), trained softmax attention recalled any of 32
-# stored pairs at 0.99 or better, and linear attention fell to a mean of 0.36 as the pairs
-# outnumbered its state's feature dimensions; four times the dimensions brought it back to 0.93.
+# stored pairs at 0.99 or better, with about 0.9 of its weight on the asked pair, and linear
+# attention fell to a mean of 0.36, with 0.15 of its weight there, as the pairs outnumbered its
+# state's feature dimensions; four times the dimensions brought it back to 0.93.
 #
 # **Next:** Lesson 16, *Decoding*, turns from what a step of generation stores to how the next
 # token is chosen: temperature, top-$k$ and nucleus sampling, beam search, and speculative
