@@ -8,8 +8,9 @@ ones; all values are drawn from `rng`.
   all (fully masked rows), a causal (T, T) mask on self-attention with large scores, a mask per
   query (B, T_q, T_k), as many sequences as heads (a mask applied without its head axis then
   broadcasts onto the wrong axis), one position and one head.
-- `reversal_alignment`: sources of different lengths in tables wider than the longest one, a
-  source of one token, several heads.
+- `decoder_block`: LayerNorm weights drawn at random, T != S both ways, padded sources (a source
+  of one real position among them), one to three heads; the student's `cross_attention` is
+  replaced by this file's, so that only the block's wiring is graded here.
 - `decoder_step`: a decoder whose parameters hold no cross-attention Wk and Wv, with keys and
   values of the source drawn at random (they are no projection of anything the step could see),
   and self-attention caches of 0 or more earlier positions, also drawn at random: only a step that
@@ -67,36 +68,55 @@ def cross_attention_cases(rng):
                    *_weights(rng, 2 * h), h)
 
 
-# --- Exercise 2: the reversal alignment ---------------------------------------------------------------
+# --- Exercise 2: the decoder block ----------------------------------------------------------------------
 
 
-def reversal_alignment(weights, lengths):
-    total, count = np.zeros(weights.shape[1]), 0
-    for b, S in enumerate(np.asarray(lengths)):
-        for t in range(int(S)):
-            total += weights[b, :, t, int(S) - 1 - t]
-            count += 1
-    return total / count
+def _norm(x, gamma, beta, eps=1e-5):
+    mean = x.mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta
 
 
-def _attention_rows(rng, lengths, h, T_q, T_k):
-    """Random weights (B, h, T_q, T_k) whose rows sum to 1 over each source's S + 1 real keys."""
-    weights = rng.random((len(lengths), h, T_q, T_k)) ** 3
-    weights *= (np.arange(T_k)[None, :] <= np.asarray(lengths)[:, None])[:, None, None, :]
-    return weights / weights.sum(axis=-1, keepdims=True)
+def decoder_block(params, y, memory, source_mask, h):
+    T = y.shape[1]
+    b1 = _norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
+    out, self_weights = cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)),
+                                        *(params["dec." + n] for n in ("Wq", "Wk", "Wv", "Wo")), h)
+    y1 = y + out
+    b2 = _norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
+    out, cross_weights = cross_attention(b2, memory, source_mask,
+                                         *(params["dec.cross_" + n] for n in ("Wq", "Wk", "Wv", "Wo")), h)
+    return y1 + out, {"b1": b1, "self_weights": self_weights, "y1": y1, "b2": b2, "cross_weights": cross_weights}
 
 
-def reversal_alignment_cases(rng):
-    # Fixed: lengths 2 and 5 in a table wider than the longest source (T_k = 8), two heads.
-    yield call(_attention_rows(rng, [2, 5], 2, 6, 8), np.array([2, 5]))
-    # One source of one token; three sources that all fill the table.
-    yield call(_attention_rows(rng, [1], 3, 1, 2), np.array([1]))
-    yield call(_attention_rows(rng, [4, 1, 3], 1, 4, 5), np.array([4, 1, 3]))
-    for _ in range(3):
-        B, h = int(rng.integers(1, 5)), int(rng.integers(1, 4))
-        lengths = rng.integers(1, 8, size=B)
-        T_q = int(lengths.max() + rng.integers(0, 3))
-        yield call(_attention_rows(rng, lengths, h, T_q, T_q + 1 + int(rng.integers(0, 3))), lengths)
+def _block(rng, C):
+    """A decoder block's parameters, LayerNorms included, all drawn at random."""
+    params = {}
+    for norm in ("dec.ln1", "dec.ln2"):
+        params[norm + "_gamma"] = 1 + 0.5 * rng.standard_normal(C)
+        params[norm + "_beta"] = 0.5 * rng.standard_normal(C)
+    for prefix in ("dec.", "dec.cross_"):
+        for name in ("Wq", "Wk", "Wv", "Wo"):
+            params[prefix + name] = rng.standard_normal((C, C)) / np.sqrt(C)
+    return params
+
+
+def _block_call(rng, B, T, S, h, hs, real=None):
+    C = h * hs
+    if real is None:
+        real = rng.integers(1, S + 1, size=B)  # at least one real source position (its EOS) per sequence
+    source_mask = (np.arange(S)[None, :] < np.asarray(real)[:, None])[:, None, :]  # (B, 1, S)
+    return call(_block(rng, C), rng.standard_normal((B, T, C)), rng.standard_normal((B, S, C)) * 2, source_mask, h)
+
+
+def decoder_block_cases(rng):
+    # Fixed: T = 3 queries on S = 5 source positions, the second source padded after 2; two heads.
+    yield _block_call(rng, 2, 3, 5, 2, 3, real=[5, 2])
+    # One decoder position, one head, a source of one position; and T > S with three heads.
+    yield _block_call(rng, 1, 1, 1, 1, 4)
+    yield _block_call(rng, 3, 6, 2, 3, 2, real=[2, 1, 2])
+    for _ in range(2):
+        yield _block_call(rng, int(rng.integers(1, 4)), int(rng.integers(1, 7)), int(rng.integers(1, 7)),
+                          int(rng.integers(1, 4)), int(rng.integers(1, 4)))
 
 
 # --- Exercise 3: one decoding step that reuses the keys and values of the source ----------------------
@@ -174,8 +194,8 @@ def decoder_step_cases(rng):
 CHECKS = {
     "test_cross_attention": Check("cross_attention", cross_attention, cross_attention_cases, unchanged_args=True,
                                   strict_floats=True, compare=Same(rtol=1e-6, atol=1e-9)),
-    "test_reversal_alignment": Check("reversal_alignment", reversal_alignment, reversal_alignment_cases,
-                                     unchanged_args=True, compare=Same(array_like=True)),
+    "test_decoder_block": Check("decoder_block", decoder_block, decoder_block_cases, unchanged_args=True,
+                                compare=Same(rtol=1e-6, atol=1e-9), replace_globals={"cross_attention": cross_attention}),
     "test_decoder_step": Check("decoder_step", decoder_step, decoder_step_cases, unchanged_args=True,
                                compare=Same(rtol=1e-6, atol=1e-9, array_like=True),
                                replace_globals={"cross_attention": cross_attention}),

@@ -31,7 +31,8 @@
 #   from another, `T_q != T_k`, and a mask (Exercise 1);
 # - put the three masks of an encoder–decoder side by side, on a batch of sequences of different
 #   lengths;
-# - measure how well a cross-attention follows the reversal alignment (Exercise 2: `reversal_alignment`);
+# - write `decoder_block`, the decoder's causal self-attention and its cross-attention to the
+#   encoder's output, each with its own mask (Exercise 2), and stack two blocks on one memory;
 # - train a one-block encoder and a one-block decoder with Adam, watch the alignment form, and count
 #   over 20 initialisations how often it does;
 # - force the cross-attention to read elsewhere, and move the keys, to see what decides the output;
@@ -489,11 +490,6 @@ def adam_step(params, grads, state, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
 # $$y = E[\text{input}] + P_{\text{dec}}, \qquad y \leftarrow y + \text{Attn}_{\text{self}}\big(\text{LN}_1(y), \text{LN}_1(y), c\big), \qquad
 # y \leftarrow y + \text{Attn}_{\text{cross}}\big(\text{LN}_2(y), M, m\big), \qquad \text{logits} = \text{LN}_f(y)\, U .$$
 #
-# With more decoder blocks (the original Transformer has 6 on each side), **every decoder block's
-# cross-attention reads the same memory** $M$, the output of the encoder's last block, through its
-# own $W_k^c$ and $W_v^c$: the encoder runs once, and each decoder block projects its memory once.
-# This lesson's model has one block on each side.
-#
 # Every attention is your `cross_attention`, with its own four weights and its own mask. The
 # parameters are one flat dict: `"E"`, `"P_enc"`, `"P_dec"`; the encoder's `"enc.ln1_gamma"`,
 # `"enc.ln1_beta"`, `"enc.Wq"` … `"enc.Wo"` and the memory's LayerNorm `"enc.lnf_gamma"`,
@@ -536,20 +532,100 @@ def encode(params, source, h):
     return memory, dict(source=source, mask=mask, x=x, a=a, enc_weights=weights, x1=x1, memory=memory)
 
 
+# %% [markdown]
+# ### Exercise 2: `decoder_block` (4 points)
+#
+# The encoder is given above. The decoder block is the lesson's new wiring: write
+# `decoder_block(params, y, memory, source_mask, h)`, the decoder's equations above but for the
+# final LayerNorm:
+#
+# $$b_1 = \text{LN}_1(y), \quad y_1 = y + \text{Attn}_{\text{self}}(b_1, b_1, c), \qquad
+# b_2 = \text{LN}_2(y_1), \quad y_2 = y_1 + \text{Attn}_{\text{cross}}(b_2, M, m).$$
+#
+# - `y` `(B, T, C)`: the decoder's input vectors (token embeddings plus positions);
+# - `memory` `(B, S, C)`: the encoder's output $M$;
+# - `source_mask` `(B, 1, S)`: True at the real positions of each source (its tokens and `EOS`);
+# - both attentions are your `cross_attention` with `h` heads: the self-attention with the causal
+#   mask $c$ `(T, T)`, `"dec.ln1_gamma"`, `"dec.ln1_beta"` and `weights_of(params, "dec.")`; the
+#   cross-attention with `"dec.ln2_…"` and `weights_of(params, "dec.cross_")`, its queries from
+#   the decoder and its keys and values from the memory, under `source_mask`.
+#
+# Return `(y2, parts)`: `y2` `(B, T, C)`, and `parts` a dict of what the backward pass reads:
+# `"b1"`, `"self_weights"` `(B, h, T, T)`, `"y1"`, `"b2"` and `"cross_weights"` `(B, h, T, S)`.
+# The inputs are not modified.
+
+# %% nbgrader={"grade": false, "grade_id": "decoder_block", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def decoder_block(params, y, memory, source_mask, h):
+    """One pre-norm decoder block: y (B, T, C) reads itself causally, then the memory (B, S, C) -> (y2, parts)."""
+    ### BEGIN SOLUTION
+    T = y.shape[1]
+    b1 = layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
+    out, self_weights = cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)), *weights_of(params, "dec."), h)
+    y1 = y + out
+    b2 = layer_norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
+    out, cross_weights = cross_attention(b2, memory, source_mask, *weights_of(params, "dec.cross_"), h)
+    return y1 + out, dict(b1=b1, self_weights=self_weights, y1=y1, b2=b2, cross_weights=cross_weights)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_decoder_block", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def check_decoder_block(trial, B=2, T=4, S=6, width=8, h=2):
+    """Visible checks of what the block must do, on random weights and inputs (no stored answers)."""
+    rng = np.random.default_rng(trial)
+    params = init_model(rng, width=width)
+    for name in params:
+        if "_gamma" in name or "_beta" in name:
+            params[name] = params[name] + 0.5 * rng.standard_normal(width)
+    y, memory = rng.standard_normal((B, T, width)), rng.standard_normal((B, S, width))
+    real = np.array([S] + [3] * (B - 1))  # (B,): every sequence but the first has 3 real source positions
+    source_mask = (np.arange(S)[None, :] < real[:, None])[:, None, :]  # (B, 1, S)
+    before = y.copy(), memory.copy(), source_mask.copy()
+    y2, parts = decoder_block(params, y, memory, source_mask, h)
+    assert all(np.array_equal(a, b) for a, b in zip((y, memory, source_mask), before, strict=True)), "the inputs were modified"
+    assert np.shape(y2) == (B, T, width), f"y2: shape {(B, T, width)}, got {np.shape(y2)}"
+    assert set(parts) == {"b1", "self_weights", "y1", "b2", "cross_weights"}, f"parts has {sorted(parts)}"
+    assert np.shape(parts["self_weights"]) == (B, h, T, T), "self_weights: (B, h, T, T), one row per decoder position"
+    assert np.shape(parts["cross_weights"]) == (B, h, T, S), (
+        "cross_weights: (B, h, T, S): queries from the decoder (T), keys and values from the memory (S)")
+    assert np.allclose(np.triu(parts["self_weights"], k=1), 0), "the self-attention is causal: no weight above the diagonal"
+    assert np.allclose(parts["cross_weights"].sum(axis=-1), 1), "each cross-attention row sums to 1"
+    assert np.allclose(parts["cross_weights"][1:, :, :, 3:], 0), "the cross-attention reads no padded source position"
+    later = y.copy()
+    later[:, -1] += 1.0  # change the last decoder position only
+    assert np.allclose(decoder_block(params, later, memory, source_mask, h)[0][:, :-1], y2[:, :-1]), (
+        "a position must not see later decoder positions")
+    padded = memory.copy()
+    padded[1:, 3:] = 100.0  # change only what the mask hides
+    assert np.allclose(decoder_block(params, y, padded, source_mask, h)[0], y2), "the padding of the source must not matter"
+    moved = memory.copy()
+    moved[0, 0] += 1.0
+    assert np.abs(decoder_block(params, y, moved, source_mask, h)[0][0] - y2[0]).max() > 1e-6, (
+        "the output must depend on the memory: the cross-attention's keys and values come from it")
+
+
+check_decoder_block(0)
+check_decoder_block(1, B=3, T=1, S=4, width=6, h=3)
+print("Exercise 2 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The whole forward pass
+#
+# The teacher-forced forward pass runs the encoder, your block, the final LayerNorm and the
+# unembedding $U$, and keeps what the backward pass needs.
+
+# %%
 def seq2seq_forward(params, source, decoder_in, h):
     """Teacher-forced forward pass: logits (B, T, V) for decoder_in (B, T), and the cache of every step."""
     memory, cache = encode(params, source, h)
     T = decoder_in.shape[1]
     y = params["E"][decoder_in] + params["P_dec"][:T]  # (B, T, C)
-    b1 = layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
-    out, self_weights = cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)), *weights_of(params, "dec."), h)
-    y1 = y + out
-    b2 = layer_norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
-    out, cross_weights = cross_attention(b2, memory, cache["mask"], *weights_of(params, "dec.cross_"), h)
-    y2 = y1 + out
+    y2, parts = decoder_block(params, y, memory, cache["mask"], h)
     yf = layer_norm(y2, params["lnf_gamma"], params["lnf_beta"])
-    cache.update(decoder_in=decoder_in, y=y, b1=b1, self_weights=self_weights, y1=y1, b2=b2,
-                 cross_weights=cross_weights, y2=y2, yf=yf)
+    cache.update(decoder_in=decoder_in, y=y, **parts, y2=y2, yf=yf)
     return yf @ params["U"], cache  # (B, T, C) @ (C, V) -> (B, T, V)
 
 
@@ -580,6 +656,41 @@ print(f"loss at init: {loss_init:.3f}   log V = {np.log(V):.3f}   gap {loss_init
 # standard deviation is 0.98, and $\log V + \sigma^2/2 = 3.254$ accounts for most of the gap.
 # Starting $U$ at a much smaller scale would start the loss at $\log V$; this lesson keeps the plain
 # $1/\sqrt{C}$ scale, which costs the first few training steps only.
+#
+# ### More decoder blocks read the same memory
+#
+# The original Transformer has 6 blocks on each side. **Every decoder block's cross-attention
+# reads the same memory** $M$, the output of the encoder's last block, through its own $W_k^c$ and
+# $W_v^c$: the encoder runs once, and each block projects the memory once. Block 2 reads block 1's
+# output as its $y$ and, through its cross-attention, $M$ again, not block 1's output. The cell
+# stacks a second block (its own weights, under the same names in a dict of its own) on the first,
+# at initialisation, and tests what the output depends on.
+
+# %%
+memory_two, encoder_two = encode(params_init, held_out[0], H)
+y_in = params_init["E"][held_out[1]] + params_init["P_dec"][:T_MAX]  # (256, T, C)
+block_2 = {name: value for name, value in init_model(np.random.default_rng(1)).items() if name.startswith("dec.")}
+
+
+def two_blocks(memory_1, memory_2):
+    """Block 1 reads memory_1, block 2 reads memory_2: the output (B, T, C) and both blocks' cross weights."""
+    y_1, parts_1 = decoder_block(params_init, y_in, memory_1, encoder_two["mask"], H)
+    y_2, parts_2 = decoder_block(block_2, y_1, memory_2, encoder_two["mask"], H)
+    return y_2, parts_1["cross_weights"], parts_2["cross_weights"]
+
+
+out_two, cross_1, cross_2 = two_blocks(memory_two, memory_two)
+print("cross weights: block 1", cross_1.shape, " block 2", cross_2.shape, "(B, h, T, S_max + 1): both over the source")
+other = np.roll(memory_two, 1, axis=0)  # (256, S, C): every sequence gets the previous one's memory
+for label, memories in (("block 1 only", (other, memory_two)), ("block 2 only", (memory_two, other))):
+    changed = np.abs(two_blocks(*memories)[0] - out_two).max()
+    print(f"another source's memory in {label}: the output changes by up to {changed:.2f}")
+
+# %% [markdown]
+# Both blocks' cross-attention tables are `(T, S_max + 1)`: each reads the source, and the output
+# changes when either block alone gets another source's memory, so each reads $M$ itself. A decoder
+# of $L$ blocks runs the encoder once and projects the memory $2L$ times (a key and a value per
+# block). This lesson's model has one block on each side.
 #
 # ### The backward pass
 #
@@ -677,68 +788,21 @@ print(f"{3 * len(grad_params)} entries in {len(grad_params)} tensors: largest er
 # both where the head looks and how sharply: a head that spreads its weight evenly over the $S + 1$
 # allowed keys scores $1/(S + 1)$.
 #
-# ### Exercise 2: `reversal_alignment` (3 points)
-#
-# Write `reversal_alignment(weights, lengths)`: `weights` `(B, h, T_q, T_k)` cross-attention weights
-# and `lengths` `(B,)` the sources' numbers of tokens $S_b \ge 1$ (`EOS` not counted), with
-# $T_q \ge S_b$ and $T_k \ge S_b + 1$. Return an array `(h,)`, one score per head, as defined above:
-# one mean over all $N$ real output positions together (not a mean of per-sequence means, which
-# would count a short sequence's positions more). Two mistakes are common: counting the key from
-# the end of the padded table, $T_k - 2 - t$, which is right only for a source of the longest
-# length, instead of from each sequence's own length, and counting the padded output positions
-# $t \ge S_b$.
+# `reversal_alignment(weights, lengths)` computes it from cross-attention weights `(B, h, T_q, T_k)`
+# and the sources' numbers of tokens `(B,)`: one mean over all $N$ real output positions together
+# (not a mean of per-sequence means, which would count a short sequence's positions more), with the
+# key counted from each sequence's own length, not from the end of the padded table.
 
-# %% nbgrader={"grade": false, "grade_id": "reversal_alignment", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %%
 def reversal_alignment(weights, lengths):
     """Mean weight of output t on source position S_b - 1 - t over every real output: (B, h, T_q, T_k) -> (h,)."""
-    ### BEGIN SOLUTION
     lengths = np.asarray(lengths)
     t = np.arange(weights.shape[2])  # (T_q,)
     real = t[None, :] < lengths[:, None]  # (B, T_q): the real output positions
     key = np.clip(lengths[:, None] - 1 - t[None, :], 0, None)  # (B, T_q): the source position each should read
     picked = np.take_along_axis(weights, key[:, None, :, None], axis=-1)[..., 0]  # (B, h, T_q, 1) -> (B, h, T_q)
     return (picked * real[:, None, :]).sum(axis=(0, 2)) / real.sum()  # (h,)
-    ### END SOLUTION
 
-
-# %% nbgrader={"grade": true, "grade_id": "test_reversal_alignment", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-def check_reversal_alignment(weights, lengths, expected):
-    """Visible check with a hint for the usual mistakes."""
-    before = weights.copy(), np.array(lengths, copy=True)
-    score = reversal_alignment(weights, lengths)
-    assert np.array_equal(weights, before[0]) and np.array_equal(lengths, before[1]), "the inputs were modified"
-    score = np.asarray(score, dtype=float)
-    assert score.shape == (weights.shape[1],), f"one score per head: shape {(weights.shape[1],)}, got {score.shape}"
-    assert np.allclose(score, expected, atol=1e-12), (
-        f"got {score}, expected {expected}: output t of a source of S tokens reads source position S - 1 - t "
-        "(S is that sequence's length, not the padded width), and only the outputs t < S count, all in one mean")
-
-
-def one_hot_weights(lengths, T_q, T_k, key_of, h=1):
-    """(B, h, T_q, T_k) weights whose query t puts all its weight on key key_of(S, t) (clipped to 0 .. T_k - 1)."""
-    weights = np.zeros((len(lengths), h, T_q, T_k))
-    for b, S in enumerate(lengths):
-        for t in range(T_q):
-            weights[b, :, t, min(max(key_of(S, t), 0), T_k - 1)] = 1.0
-    return weights
-
-
-# The exact reversal, two sources of different lengths in padded tables: 1 (the padded outputs read key 0).
-check_reversal_alignment(one_hot_weights([3, 5], 6, 7, lambda S, t: S - 1 - t), np.array([3, 5]), [1.0])
-# Counted from the end of the padded table (T_k = 5: EOS at 4 for the longest source, key 3 - t for all):
-# right for the source of length 4 only, 4 of the 6 real outputs.
-check_reversal_alignment(one_hot_weights([2, 4], 4, 5, lambda S, t: 3 - t), np.array([2, 4]), [4 / 6])
-# The diagonal (output t on source t) hits the reversal key only in the middle of an odd length: S = 3, t = 1.
-check_reversal_alignment(one_hot_weights([3], 3, 4, lambda S, t: t, h=2), np.array([3]), [1 / 3, 1 / 3])
-# Uniform over the S + 1 allowed keys, S = 1 and S = 3 pooled: (1 * 1/2 + 3 * 1/4) / 4.
-uniform = np.zeros((2, 1, 3, 4))
-uniform[0, :, :, :2], uniform[1, :, :, :4] = 1 / 2, 1 / 4
-check_reversal_alignment(uniform, np.array([1, 3]), [(1 / 2 + 3 / 4) / 4])
-print("Exercise 2 visible checks passed (hidden tests run at grading).")
-### BEGIN HIDDEN TESTS
-# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
-assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
-### END HIDDEN TESTS
 
 # %% [markdown]
 # Before training, the cross-attention of the model at initialisation and the score of a head that
@@ -759,7 +823,7 @@ print(f"a head with uniform weights over the S + 1 real keys: {uniform_score:.3f
 # loss and the backward pass, and takes one Adam step with learning rate $10^{-2}$. Every 20 steps
 # the model is evaluated on the 256 held-out examples: the **token accuracy** (the share of real
 # target positions whose most likely token is right, with teacher forcing) and each cross-attention
-# head's reversal alignment (Exercise 2).
+# head's reversal alignment.
 #
 # Training is chaotic: two runs whose weights differ in their last bit, as they do when two CPUs
 # add the terms of a matrix product in a different order, drift apart step after step and can end
@@ -999,15 +1063,11 @@ def decoder_on(params, memory, source, decoder_in, h, pattern=None):
     cross-attention head uses it in place of its own weights."""
     T = decoder_in.shape[1]
     y = params["E"][decoder_in] + params["P_dec"][:T]  # (B, T, C)
-    b1 = layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
-    y1 = y + cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)), *weights_of(params, "dec."), h)[0]
-    b2 = layer_norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
-    if pattern is None:
-        read = cross_attention(b2, memory, (source != PAD)[:, None, :], *weights_of(params, "dec.cross_"), h)[0]
-    else:
+    y2, parts = decoder_block(params, y, memory, (source != PAD)[:, None, :], h)
+    if pattern is not None:  # the same self-attention; the cross-attention's read replaced by pattern @ values
         values = split_heads(memory @ params["dec.cross_Wv"], h)  # (B, S, C) -> (B, h, S, hs)
-        read = merge_heads(pattern[:, None] @ values) @ params["dec.cross_Wo"]  # (B, 1, T, S) @ (B, h, S, hs) -> (B, T, C)
-    return layer_norm(y1 + read, params["lnf_gamma"], params["lnf_beta"]) @ params["U"]  # (B, T, V)
+        y2 = parts["y1"] + merge_heads(pattern[:, None] @ values) @ params["dec.cross_Wo"]  # (B, 1, T, S) @ (B, h, S, hs) -> (B, T, C)
+    return layer_norm(y2, params["lnf_gamma"], params["lnf_beta"]) @ params["U"]  # (B, T, V)
 
 
 source_h, decoder_h, target_h, lengths_h = held_out
@@ -1457,8 +1517,8 @@ print(f"main run: {STEPS} steps, CPU {main_cpu:.1f} s, wall {main_wall:.1f} s, "
 # learn to reverse and to end with `EOS`; section 6 counts how often over 20 initialisations they
 # reach the criterion (a token accuracy of 0.99 with a head's alignment above 0.8).
 #
-# **Alignment.** The cross-attention heads move their weight onto the anti-diagonal, the reversal
-# alignment (Exercise 2). Two interventions of section 7 show how: forced to read another position,
+# **Alignment.** The decoder block (Exercise 2) reads the memory through its cross-attention, whose
+# heads move their weight onto the anti-diagonal, the reversal alignment. Two interventions of section 7 show how: forced to read another position,
 # the output becomes that position's token; with two memory rows swapped, the queries find their
 # keys where they now are. The queries find their keys by content, and the values carry the tokens.
 #
