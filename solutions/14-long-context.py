@@ -188,8 +188,9 @@ for w_rf in [3, 5]:
 
 # %% [markdown]
 # The perturbation reaches exactly $L\,(w - 1)$ positions, no more: with $w = 5$, five layers carry
-# token 0 to position 20, and position 21 never hears of it. Mistral 7B, with $w = 4{,}096$ and 32
-# layers, reaches about 131,000 tokens this way in principle. In practice the signal through a
+# token 0 to position 20, and position 21 never hears of it. Mistral 7B (Jiang et al., *Mistral 7B*,
+# 2023, arXiv:2310.06825), with a window of $w = 4{,}096$ in each of its 32 layers, reaches
+# $32 \cdot 4{,}095 = 131{,}040$ tokens this way in principle. In practice the signal through a
 # long chain of averages is weak, which is one reason today's models do not use windows alone.
 #
 # ### 1.2 Window layers beside full layers, priced
@@ -230,10 +231,11 @@ for T_oss in [8_192, 131_072]:
           f"{all_window / 2**20:>13.1f} MiB | {1 - mixed / all_full:>6.1%}")
 
 # %% [markdown]
-# At 8,192 tokens, 36 full layers would cache 0.562 GiB; gpt-oss's alternation caches 0.283 GiB,
-# 49.2% less, because the 18 window layers hold 128 tokens each instead of 8,192. At the full
-# context of 131,072 tokens the saving approaches one half (49.9%: 4.5 GiB against 9 GiB),
-# since the window layers' share becomes negligible. Thirty-six window layers alone would need
+# At 8,192 tokens, 36 full layers would cache 0.562 GiB of one sequence; gpt-oss's alternation
+# caches 0.286 GiB, 49.2% less, because the 18 window layers hold 128 tokens each instead of
+# 8,192. At the full context of 131,072 tokens the saving is one half to three digits (4.504 GiB
+# against 9.000 GiB): the window layers' share has become negligible, and the cache is that of
+# the 18 full layers. Thirty-six window layers alone would need
 # 9 MiB at any length, but then, by section 1.1, nothing could reach further than
 # $36 \cdot 127 = 4{,}572$ tokens back; the full layers keep every token in reach.
 #
@@ -766,13 +768,14 @@ print(f"heads with more than half their weight on BOS when there is nothing to r
       f"{sink_heads.size}; mean over all heads {after[0].mean():.2f} (before training {before[0].mean():.2f})")
 
 # %% [markdown]
-# Before training every head spreads its weight: about 0.16 on position 0, as uniform weights
-# would. After 150 steps, where there is nothing to read, most heads put most of their weight on
-# `BOS` (the table gives every head of every model; the last line counts them), while where a
-# value token is behind the query, their weight on `BOS` is far lower: they read the value
-# instead. `BOS` is the one token every sequence has, and its value vector is what the readout
+# Before training every head spreads its weight about evenly: 0.17 to 0.21 on position 0 where
+# there is nothing to read (those positions lie early in the sequence, where $1/(t+1)$ is larger)
+# and 0.10 to 0.13 where there is a value, near the uniform 0.16. After 150 steps, where there is
+# nothing to read, 14 of the 16 heads put more than half of their weight on `BOS`, 0.80 on
+# average over all heads, while where a value token is behind the query their weight on `BOS`
+# falls to between 0.00 and 0.37: they read the value instead. `BOS` is the one token every sequence has, and its value vector is what the readout
 # learns to take for "none". A few heads did not become sinks; in those models the other head
-# does the job.
+# (models 3 and 6) does the job.
 
 # %%
 fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -878,8 +881,9 @@ print("learned sink logits after training (per model, 2 heads):",
       " ".join(f"[{a:.1f} {b:.1f}]" for a, b in sink_models["sink"]))
 
 # %% [markdown]
-# Full attention over the whole stream fails, as expected: the model sees values that have left
-# the window. The plain window is the interesting line. Where a value is in the window, it
+# Full attention over the whole stream fails, as expected (a loss of 10.9 nats): the model sees
+# values that have left the window. The plain window is the interesting line: 0.112 nats on
+# average where there is nothing to read (median 0.027), against 0.000 with `BOS` kept. Where a value is in the window, it
 # still reads it; where there is nothing to read, `BOS` is gone, the weight it absorbed spreads
 # over the noise tokens of the window, and their value vectors, which training never needed to
 # make harmless, push the answer away from "none". Keeping `BOS` as a single sink token beside
@@ -888,12 +892,14 @@ print("learned sink logits after training (per model, 2 heads):",
 # learned sink logit instead of `BOS` have nothing to evict, and the plain window is all they
 # need.
 #
-# How large the damage is depends on the model. In this small model it is a rise from about a
-# thousandth to a few hundredths of a nat, not the explosion of perplexity that Xiao et al.
-# measured in models of billions of parameters over thousands of tokens, and one or two of the
-# eight models barely notice; the table's medians and the count above say how typical the rise is.
-# What the small model does show is the mechanism: the rise is at the positions with nothing to
-# read, where the sink's weight had been going.
+# How large the damage is depends on the model. In this small model it is a rise from below a
+# thousandth of a nat to about a tenth on average, in every one of the eight models (the count
+# above) but by very different amounts (the median is a quarter of the mean): not the explosion
+# of perplexity that Xiao et al. measured in models of billions of parameters over thousands of
+# tokens. What the small model does show is the mechanism: the rise is at the positions with
+# nothing to read, where the sink's weight had been going. The learned sink logits ended between
+# $-0.9$ and $-0.6$, small next to the scores: these models learned to make the weight they spread
+# over noise harmless instead, which training without `BOS` forced on them.
 #
 # ## 4. ALiBi: a penalty for distance
 #
@@ -1127,16 +1133,19 @@ plt.show()
 
 # %% [markdown]
 # *Figure: loss at each position of 64-token test sequences, for models trained on 16 tokens. Left
-# of the dotted line the models are where they were trained; right of it, every scheme that adds
-# an absolute position to the tokens climbs, and ALiBi stays flat.*
+# of the dotted line the models are where they were trained; right of it, the learned and
+# sinusoidal models climb far above chance, and ALiBi stays flat. The models without positions and
+# with RoPE, weak already, drift up as more values pile up behind each query.*
 #
-# What the numbers show. At the training length the sinusoidal, learned and ALiBi models all learn
-# the task well, and the model without positions cannot (it can only guess among the values it
-# has seen). Past the training length, the two absolute schemes break: the learned model meets
-# position rows it never trained, the sinusoidal model meets encodings it never saw, and both do
-# worse than chance by $4T$. ALiBi's loss barely moves from $T$ to $4T$: its bias depends only on
-# the distance, the nearest value is as near as in training, and farther ones are penalised more,
-# which is the right answer for this task. That is the paper's finding in small.
+# What the numbers show. At the training length the sinusoidal (0.11), learned (0.13) and ALiBi
+# (0.20) models all learn the task, and the model without positions cannot (0.68: it can only
+# guess among the values it has seen). Past the training length, the two absolute schemes break:
+# the learned model meets position rows it never trained, the sinusoidal model meets encodings
+# it never saw, and both do worse than chance already at $2T$ (2.64 and 3.87) and more so at $4T$
+# (4.56 and 5.62). ALiBi's loss rises only from 0.20 to 0.27: its bias depends only on the
+# distance, the nearest value is as near as in training, and farther ones are penalised more,
+# which is the right answer for this task. That is the paper's finding in small; at the training
+# length ALiBi is the worse of the three here, which the paper did not find for language models.
 #
 # RoPE differs from the paper here. Its scores depend only on distances too, and the paper found
 # that rotary models extrapolate better than sinusoidal ones but far worse than ALiBi; in this
@@ -1145,54 +1154,61 @@ plt.show()
 # enough to build a recency detector from them. (The course's small models, one task, 200 steps:
 # this measures these models, not RoPE in general.)
 #
-# **The mechanism.** Where do the trained heads look? For the ALiBi and the sinusoidal models,
-# the share of each query's attention that lands on the most recent value token, averaged over
-# heads, sequences and the four models, at the training length and at $4T$:
+# **The mechanism.** Where do the trained heads look? For each model, take the head that puts the
+# most weight on the most recent value token at the training length, and measure that weight,
+# averaged over the last 16 positions of each test sequence, at $T$ and at $4T$:
 
 # %%
 def weight_on_latest(scheme, T_eval):
-    """Mean weight the heads put on the most recent value token, over the last 16 positions (one per model)."""
+    """Weight each head puts on the most recent value token, mean over the last 16 positions: (n, h)."""
     tokens, _ = tests[T_eval]
     weights = model_forward(trained[scheme], *tests[T_eval], H_X, scheme, backward=False)[1]  # (n, B, h, T, T)
-    is_value = tokens >= N_NOISE_X
-    latest = np.maximum.accumulate(np.where(is_value, np.arange(T_eval), 0), axis=-1)  # (n, B, T)
+    latest = np.maximum.accumulate(np.where(tokens >= N_NOISE_X, np.arange(T_eval), 0), axis=-1)  # (n, B, T)
     on_latest = np.take_along_axis(weights, latest[:, :, None, :, None], axis=-1)[..., 0]  # (n, B, h, T)
-    return on_latest[..., -T_TRAIN:].mean(axis=(1, 2, 3))  # (n,)
+    return on_latest[..., -T_TRAIN:].mean(axis=(1, 3))  # (n, h)
 
 
-for scheme in ["alibi", "sinusoidal"]:
-    shares = [weight_on_latest(scheme, T_eval) for T_eval in (T_TRAIN, 4 * T_TRAIN)]
-    print(f"{scheme:<11} weight on the most recent value: T = 16: {shares[0].mean():.2f}, "
-          f"T = 64: {shares[1].mean():.2f} (per model at 64: {' '.join(f'{x:.2f}' for x in shares[1])})")
+for scheme in ["alibi", "sinusoidal", "learned"]:
+    at_T, at_4T = weight_on_latest(scheme, T_TRAIN), weight_on_latest(scheme, 4 * T_TRAIN)  # (n, h) each
+    best = at_T.argmax(axis=1)  # (n,): each model's best head at the training length
+    rows = np.arange(EXTRAPOLATION_SEEDS)
+    print(f"{scheme:<11} best head (per model): {' '.join(str(b + 1) for b in best)} | weight on the most recent value "
+          f"at T = 16: {' '.join(f'{x:.2f}' for x in at_T[rows, best])} | at T = 64: "
+          f"{' '.join(f'{x:.2f}' for x in at_4T[rows, best])}")
 
 # %% [markdown]
-# The ALiBi heads keep their weight on the most recent value at $4T$ about as much as at $T$; the
-# sinusoidal heads lose it. The loss follows the attention: the models fail past their training
-# length where, and because, their heads stop finding the token the task asks for.
+# In every ALiBi model the best head is head 1, the one with the steepest slope, $m = \tfrac14$: it
+# puts 0.48 to 0.62 of its weight on the most recent value at $T$, and still 0.36 to 0.49 at $4T$.
+# The best heads of the sinusoidal and learned models put more there at the training length
+# (0.74 to 0.89) and almost nothing at $4T$ (0.02 to 0.09). The loss follows the attention: the
+# absolute schemes fail past their training length where, and because, their heads stop finding
+# the token the task asks for.
 #
 # ## Summary
 #
 # **Sliding windows.** A window of $w$ lets query $t$ read keys $t - w + 1$ to $t$: a band in the
 # `(T, T)` table. $L$ window layers reach exactly $L\,(w-1)$ tokens back (measured by a perturbation
 # of token 0). gpt-oss-120b alternates 18 window layers of 128 tokens with 18 full layers: its KV
-# cache is 0.283 GiB at 8,192 tokens instead of 0.562 GiB for 36 full layers (49.2% less), and
-# 4.5 GiB instead of 9 GiB at 131,072 tokens. Windowed attention needs memory $T \cdot w$, not
+# cache is 0.286 GiB at 8,192 tokens instead of 0.562 GiB for 36 full layers (49.2% less), and
+# 4.504 GiB instead of 9.000 GiB at 131,072 tokens. Windowed attention needs memory $T \cdot w$, not
 # $T^2$ (Exercise 1).
 #
 # **Ring buffers.** Decoding with a window keeps $w$ slots per head and writes token $t$ into slot
 # $t \bmod w$ (Exercise 2): every output equals the band-masked computation to below $10^{-12}$, and
 # the memory held stays at $2\,h\,w\,hs$ numbers however many tokens are decoded.
 #
-# **Attention sinks.** Trained on a task where heads often have nothing to read, most heads of
-# eight small models put most of their weight on `BOS` at those positions, against 0.16 before
-# training. Evicting `BOS` with a plain window raises the loss exactly at those positions; keeping
-# it as a sink token beside the window (Exercise 3), or training with a learned sink logit as
-# gpt-oss does, mends it.
+# **Attention sinks.** Trained on a task where heads often have nothing to read, 14 of the 16
+# heads of eight small models put more than half their weight on `BOS` at those positions (0.80 on
+# average, against 0.19 before training). Evicting `BOS` with a plain window raised the loss at
+# those positions in all eight models, from below 0.001 to 0.112 nats on average; keeping it as a
+# sink token beside the window (Exercise 3), or training with a learned sink logit as gpt-oss
+# does, mended it.
 #
 # **ALiBi.** A bias $-m_i\,(t - s)$ with slopes $2^{-8i/h}$ (Exercise 4) depends only on distance.
-# Trained at 16 tokens and tested at 64, the ALiBi models kept their loss and their attention on
-# the right token, while learned and sinusoidal positions broke past the training length; RoPE, in
-# these small models, was weak even at the training length.
+# Trained at 16 tokens and tested at 64, the ALiBi models kept their loss (0.20 to 0.27) and most
+# of their steepest head's attention on the right token, while learned and sinusoidal positions
+# broke past the training length (4.56 and 5.62, worse than chance); RoPE, in these small models,
+# was weak even at the training length.
 #
 # **Next:** Lesson 15, *Paying the KV bill down*, keeps every token and makes each one cheaper:
 # multi-head latent attention caches one small latent per token instead of keys and values, and
