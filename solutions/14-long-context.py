@@ -86,7 +86,7 @@ def causal_mask(T):
     return positions[None, :] <= positions[:, None]  # (1, T) vs (T, 1) -> (T, T)
 
 
-def masked_attention(q, k, v, mask):
+def masked_attention(q, k, v, *, mask):
     """softmax(q k^T / sqrt(hs)) v with a (T, T) mask, True = may attend. q, k, v (..., T, hs) -> (..., T, hs)."""
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (..., T, hs) @ (..., hs, T) -> (..., T, T)
     return softmax(np.where(mask, scores, -np.inf)) @ v  # (..., T, T) @ (..., T, hs) -> (..., T, hs)
@@ -169,7 +169,7 @@ def window_stack(X, layers, w):
     """L layers of one-head window attention, each added to the residual stream. X (T, C) -> (T, C)."""
     T, C = X.shape
     for W_q, W_k, W_v in layers:
-        X = X + masked_attention(X @ W_q, X @ W_k, X @ W_v, band_mask(T, w))  # (T, C) each
+        X = X + masked_attention(X @ W_q, X @ W_k, X @ W_v, mask=band_mask(T, w))  # (T, C) each
     return X
 
 
@@ -243,7 +243,7 @@ for T_oss in [8_192, 131_072]:
 #
 # Write `sliding_window_attention(q, k, v, w)`: `q`, `k`, `v` of shape `(B, h, T, hs)`, and a window
 # `w >= 1`. Return the `(B, h, T, hs)` outputs of scaled dot-product attention in which query $t$
-# reads keys $s$ with $0 \le t - s \le w - 1$: exactly `masked_attention(q, k, v, band_mask(T, w))`.
+# reads keys $s$ with $0 \le t - s \le w - 1$: exactly `masked_attention(q, k, v, mask=band_mask(T, w))`.
 #
 # **Never build a `(T, T)` array** (scores, weights or mask): each query has at most $w$ keys, so
 # the work and the memory should grow as $T \cdot w$. The visible checks measure your function's
@@ -272,15 +272,15 @@ def sliding_window_attention(q, k, v, w):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_sliding_window_attention", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-def check_sliding_window_attention(shape, w, seed, scale=1.0):
+def check_sliding_window_attention(shape, w, draw, scale=1.0):
     """Visible check against the band-masked full computation."""
-    check_rng = np.random.default_rng(seed)
+    check_rng = np.random.default_rng(draw)
     q_, k_, v_ = (check_rng.standard_normal(shape) * s for s in (scale, scale, 1.0))  # (B, h, T, hs) each
     copies = [a.copy() for a in (q_, k_, v_)]
     got = np.asarray(sliding_window_attention(q_, k_, v_, w))
     assert all(np.array_equal(a, b) for a, b in zip((q_, k_, v_), copies, strict=True)), "the inputs were modified"
     assert got.shape == shape, f"w = {w}: expected shape (B, h, T, hs) = {shape}, got {got.shape}"
-    expected = masked_attention(q_, k_, v_, band_mask(shape[2], w))
+    expected = masked_attention(q_, k_, v_, mask=band_mask(shape[2], w))
     assert np.allclose(got, expected, rtol=1e-9, atol=1e-12), (
         f"shape {shape}, w = {w}: values differ from band-masked attention. Query t reads keys t - w + 1 .. t, "
         "itself included (w keys, not w + 1 or w - 1); padded slots before position 0 must get weight 0")
@@ -297,10 +297,10 @@ def check_window_memory(T_mem, w):
         f"{full_table / 2**20:.1f} MiB. Gather each query's w keys instead of scoring all T")
 
 
-check_sliding_window_attention((2, 3, 10, 4), 3, seed=0)
-check_sliding_window_attention((1, 2, 7, 3), 1, seed=1)  # w = 1: each query reads only itself
-check_sliding_window_attention((1, 1, 6, 2), 9, seed=2)  # w > T: the causal mask
-check_sliding_window_attention((2, 1, 12, 5), 4, seed=3, scale=12.0)  # large scores
+check_sliding_window_attention((2, 3, 10, 4), 3, draw=0)
+check_sliding_window_attention((1, 2, 7, 3), 1, draw=1)  # w = 1: each query reads only itself
+check_sliding_window_attention((1, 1, 6, 2), 9, draw=2)  # w > T: the causal mask
+check_sliding_window_attention((2, 1, 12, 5), 4, draw=3, scale=12.0)  # large scores
 check_window_memory(3_000, 16)
 print("Exercise 1 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
@@ -318,7 +318,7 @@ print(f"{'T':>6} {'masked full (MiB)':>18} {'window (MiB)':>13} {'one (T, T) tab
 for T_m in memory_T:
     mem_rng = np.random.default_rng(T_m)
     q_m, k_m, v_m = (mem_rng.standard_normal((1, 1, T_m, 8)) for _ in range(3))
-    full_peak = peak_bytes(lambda: masked_attention(q_m, k_m, v_m, band_mask(T_m, 32)))
+    full_peak = peak_bytes(lambda: masked_attention(q_m, k_m, v_m, mask=band_mask(T_m, 32)))
     window_peak = peak_bytes(lambda: sliding_window_attention(q_m, k_m, v_m, 32))
     print(f"{T_m:>6,} {full_peak / 2**20:>18.0f} {window_peak / 2**20:>13.1f} {8 * T_m**2 / 2**20:>23.0f}")
 
@@ -370,11 +370,11 @@ def ring_decode_step(K_ring, V_ring, t, q_t, k_t, v_t):
 
 
 # %% nbgrader={"grade": true, "grade_id": "test_ring_decode_step", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-def check_ring_decode(h, T, hs, w, seed):
+def check_ring_decode(h, T, hs, w, draw):
     """Decode T tokens into NaN-filled rings; every step must equal the band-masked full computation."""
-    check_rng = np.random.default_rng(seed)
+    check_rng = np.random.default_rng(draw)
     Q_, K_, V_ = (check_rng.standard_normal((h, T, hs)) for _ in range(3))  # (h, T, hs) each
-    expected = masked_attention(Q_, K_, V_, band_mask(T, w))  # (h, T, hs)
+    expected = masked_attention(Q_, K_, V_, mask=band_mask(T, w))  # (h, T, hs)
     K_ring_, V_ring_ = np.full((h, w, hs), np.nan), np.full((h, w, hs), np.nan)  # never-written slots: NaN
     for t in range(T):
         out = ring_decode_step(K_ring_, V_ring_, t, Q_[:, t], K_[:, t], V_[:, t])
@@ -392,9 +392,9 @@ def check_ring_decode(h, T, hs, w, seed):
             "min(t + 1, w) written slots, with scores q . k / sqrt(hs)")
 
 
-check_ring_decode(2, 12, 4, 4, seed=0)  # wraps twice
-check_ring_decode(1, 5, 3, 8, seed=1)  # never fills: only written slots
-check_ring_decode(3, 7, 2, 1, seed=2)  # w = 1: one slot, overwritten every step
+check_ring_decode(2, 12, 4, 4, draw=0)  # wraps twice
+check_ring_decode(1, 5, 3, 8, draw=1)  # never fills: only written slots
+check_ring_decode(3, 7, 2, 1, draw=2)  # w = 1: one slot, overwritten every step
 print("Exercise 2 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -412,7 +412,7 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 ring_rng = np.random.default_rng(6)
 h_d, T_d, hs_d, w_d = 4, 256, 16, 32
 Q_d, K_d, V_d = (ring_rng.standard_normal((h_d, T_d, hs_d)) for _ in range(3))  # (h, T, hs)
-expected_d = masked_attention(Q_d, K_d, V_d, band_mask(T_d, w_d))  # (h, T, hs)
+expected_d = masked_attention(Q_d, K_d, V_d, mask=band_mask(T_d, w_d))  # (h, T, hs)
 K_ring_d, V_ring_d = np.full((h_d, w_d, hs_d), np.nan), np.full((h_d, w_d, hs_d), np.nan)
 K_grow, V_grow = np.zeros((h_d, 0, hs_d)), np.zeros((h_d, 0, hs_d))
 ring_held, grow_held, worst = [], [], 0.0
@@ -504,9 +504,9 @@ _SINK_ROWS = {  # T = 7, w = 2, n_sink = 2, written out by hand: row t = query t
 }
 
 
-def check_sink_window_attention(shape, w, n_sink, seed):
+def check_sink_window_attention(shape, w, n_sink, draw):
     """Visible check: against attention with the visible keys written out, or built from the rule."""
-    check_rng = np.random.default_rng(seed)
+    check_rng = np.random.default_rng(draw)
     q_, k_, v_ = (check_rng.standard_normal(shape) for _ in range(3))  # (B, h, T, hs)
     copies = [a.copy() for a in (q_, k_, v_)]
     got = np.asarray(sink_window_attention(q_, k_, v_, w, n_sink))
@@ -517,15 +517,15 @@ def check_sink_window_attention(shape, w, n_sink, seed):
         allowed = np.array([[c == "1" for c in row] for row in _SINK_ROWS[(T, w, n_sink)]])  # (T, T)
     else:
         allowed = band_mask(T, w) | (causal_mask(T) & (np.arange(T)[None, :] < n_sink))
-    assert np.allclose(got, masked_attention(q_, k_, v_, allowed), rtol=1e-9, atol=1e-12), (
+    assert np.allclose(got, masked_attention(q_, k_, v_, mask=allowed), rtol=1e-9, atol=1e-12), (
         f"T = {T}, w = {w}, n_sink = {n_sink}: values differ. Query t reads the w keys t - w + 1 .. t and the "
         "keys s < n_sink with s <= t; a key that is both a sink and in the window counts ONCE")
 
 
-check_sink_window_attention((1, 2, 7, 3), 2, 2, seed=0)  # the rows above: sinks overlap the window early on
-check_sink_window_attention((2, 3, 10, 4), 3, 0, seed=1)  # no sinks: the plain window
-check_sink_window_attention((1, 1, 9, 2), 1, 4, seed=2)  # four sinks, a window of one
-check_sink_window_attention((1, 2, 5, 3), 2, 8, seed=3)  # more sinks than tokens: causal
+check_sink_window_attention((1, 2, 7, 3), 2, 2, draw=0)  # the rows above: sinks overlap the window early on
+check_sink_window_attention((2, 3, 10, 4), 3, 0, draw=1)  # no sinks: the plain window
+check_sink_window_attention((1, 1, 9, 2), 1, 4, draw=2)  # four sinks, a window of one
+check_sink_window_attention((1, 2, 5, 3), 2, 8, draw=3)  # more sinks than tokens: causal
 print("Exercise 3 visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -554,8 +554,9 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # trained with cross-entropy at every position and Adam (Lesson 9). A head can solve the task by
 # reading the value token when there is one. When there is none, it must still spend its weight.
 #
-# The code below trains **eight models at once**, one per seed: every weight has a leading axis
-# of length 8, and every matrix product is batched over it (the models never interact). The
+# The code below trains **eight models at once**, each from its own random initial weights and on
+# its own batches: every weight has a leading axis of length 8, and every matrix product is
+# batched over it (the models never interact). The
 # backward pass is Lesson 7's and Lesson 12's, written out; section 5 uses the same model with
 # position schemes, so the function already accepts them (`scheme`). A learned sink logit per
 # head is an option too (`"sink"` among the weights).
@@ -760,9 +761,10 @@ after = mass_on_first(probe_weights)
 print(f"uniform weight on position 0, mean over t = 1..15: {np.mean(1 / np.arange(2, T_SINK + 1)):.2f}")
 print("test loss per model after training:", " ".join(f"{x:.3f}" for x in probe_loss.mean(axis=(1, 2))))
 print(f"{'model':>5} | {'before: nothing / value':>23} | {'after: nothing to read':>22} | {'after: a value to read':>22}")
-for seed in range(SEEDS):
-    print(f"{seed:>5} | {' '.join(f'{x:.2f}' for x in before[0][seed]):>11} / {' '.join(f'{x:.2f}' for x in before[1][seed]):<9} |"
-          f" {' '.join(f'{x:.2f}' for x in after[0][seed]):>22} | {' '.join(f'{x:.2f}' for x in after[1][seed]):>22}")
+for model in range(SEEDS):
+    print(f"{model:>5} | {' '.join(f'{x:.2f}' for x in before[0][model]):>11} / "
+          f"{' '.join(f'{x:.2f}' for x in before[1][model]):<9} | {' '.join(f'{x:.2f}' for x in after[0][model]):>22} | "
+          f"{' '.join(f'{x:.2f}' for x in after[1][model]):>22}")
 sink_heads = after[0] > 0.5
 print(f"heads with more than half their weight on BOS when there is nothing to read: {sink_heads.sum()} of "
       f"{sink_heads.size}; mean over all heads {after[0].mean():.2f} (before training {before[0].mean():.2f})")
@@ -925,11 +927,6 @@ print("learned sink logits after training (per model, 2 heads):",
 #
 # **(a)** (2 points) Write `alibi_slopes(n_heads)`: the `(n_heads,)` array of slopes $m_1, \dots, m_h$,
 # in head order, by the rule above, for any `n_heads >= 1` (for $h = 1$: $[2^{-8}]$).
-#
-# **(b)** (3 points) Write `alibi_attention(q, k, v)`: `q`, `k`, `v` of shape `(B, h, T, hs)`; causal
-# attention whose scores are $q \cdot k / \sqrt{hs} - m_i\,(t - s)$, with your `alibi_slopes(h)` for
-# head $i$, and no position embedding. Return the `(B, h, T, hs)` outputs. No loop over heads, and
-# do not modify the inputs.
 
 # %% nbgrader={"grade": false, "grade_id": "alibi_slopes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def alibi_slopes(n_heads):
@@ -975,6 +972,12 @@ print("Exercise 4a visible checks passed (hidden tests run at grading).")
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
 
+# %% [markdown]
+# **(b)** (3 points) Write `alibi_attention(q, k, v)`: `q`, `k`, `v` of shape `(B, h, T, hs)`; causal
+# attention whose scores are $q \cdot k / \sqrt{hs} - m_i\,(t - s)$, with your `alibi_slopes(h)` for
+# head $i$, and no position embedding. Return the `(B, h, T, hs)` outputs. No loop over heads, and
+# do not modify the inputs.
+
 # %% nbgrader={"grade": false, "grade_id": "alibi_attention", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def alibi_attention(q, k, v):
     """Causal attention with ALiBi's bias -m_i (t - s) per head. q, k, v (B, h, T, hs) -> (B, h, T, hs)."""
@@ -994,10 +997,10 @@ def _slopes_known(n_heads):
     return 0.3 * 0.5 ** np.arange(n_heads)
 
 
-def check_alibi_attention(shape, seed):
+def check_alibi_attention(shape, draw):
     """Visible check against scores with the bias written out entry by entry."""
     global alibi_slopes
-    check_rng = np.random.default_rng(seed)
+    check_rng = np.random.default_rng(draw)
     q_, k_, v_ = (check_rng.standard_normal(shape) for _ in range(3))  # (B, h, T, hs)
     copies = [a.copy() for a in (q_, k_, v_)]
     B, h, T, hs = shape
@@ -1016,9 +1019,9 @@ def check_alibi_attention(shape, seed):
         "the key's s, so the bias is <= 0 behind the query), use alibi_slopes(h), then the causal mask")
 
 
-check_alibi_attention((2, 3, 6, 4), seed=0)
-check_alibi_attention((1, 1, 5, 2), seed=1)
-check_alibi_attention((1, 4, 9, 3), seed=2)
+check_alibi_attention((2, 3, 6, 4), draw=0)
+check_alibi_attention((1, 1, 5, 2), draw=1)
+check_alibi_attention((1, 4, 9, 3), draw=2)
 print("Exercise 4b visible checks passed (hidden tests run at grading).")
 ### BEGIN HIDDEN TESTS
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
@@ -1078,7 +1081,7 @@ print("slopes for h = 12:", np.round(alibi_slopes(12), 4))
 # - **RoPE** (Lesson 8): queries and keys rotated, base 10,000;
 # - **ALiBi**: your `alibi_bias` added to the scores.
 #
-# Four models per scheme (seeds 0 to 3), 200 steps of 16 sequences each, Adam with learning rate
+# Four models per scheme (four random initialisations, each on its own batches), 200 steps of 16 sequences each, Adam with learning rate
 # 0.02. Each is tested on 64 fresh sequences per model at each length; the loss is averaged over
 # the positions of the last 16-token stretch (positions 0–15 at $T = 16$, 16–31 at $2T$, 48–63 at
 # $4T$), which is what a model must do when it reads past its training length.
