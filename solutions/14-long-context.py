@@ -34,8 +34,8 @@
 # - write attention with sink tokens beside the window (Exercise 3), train a tiny model in NumPy,
 #   and measure over seeds where its heads put their weight, and what happens to its loss when a
 #   window drops the first token;
-# - write ALiBi's slopes and biased attention (Exercise 4), then train five small models, one per
-#   position scheme, and evaluate them at one, two and four times their training length.
+# - write ALiBi's slopes and biased attention (Exercise 4), then train small models, four for each
+#   of five position schemes, and evaluate them at one, two and four times their training length.
 #
 # **What you'll learn**
 # - why $L$ layers of window $w$ reach $L\,(w-1)$ tokens back, and what interleaving window and
@@ -190,8 +190,8 @@ for w_rf in [3, 5]:
 # The perturbation reaches exactly $L\,(w - 1)$ positions, no more: with $w = 5$, five layers carry
 # token 0 to position 20, and position 21 never hears of it. Mistral 7B (Jiang et al., *Mistral 7B*,
 # 2023, arXiv:2310.06825), with a window of $w = 4{,}096$ in each of its 32 layers, reaches
-# $32 \cdot 4{,}095 = 131{,}040$ tokens this way in principle. In practice the signal through a
-# long chain of averages is weak, which is one reason today's models do not use windows alone.
+# $32 \cdot 4{,}095 = 131{,}040$ tokens this way in principle. The reach is an upper bound: it says
+# where information can come from, not how much of it arrives after 32 rounds of averaging.
 #
 # ### 1.2 Window layers beside full layers, priced
 #
@@ -200,10 +200,11 @@ for w_rf in [3, 5]:
 # full causal attention, and so on, 18 of each. Every layer has 64 query heads and 8 key/value
 # heads (grouped-query attention, Lesson 10) of head size 64, a learned sink logit per head
 # (section 3), and a context of 131,072 tokens. These numbers are those of the model's released
-# configuration (`num_hidden_layers`, `layer_types`, `num_attention_heads`,
-# `num_key_value_heads`, `head_dim`, `max_position_embeddings`) and of NVIDIA's Megatron Bridge
-# documentation for the model, which also gives the window of 128; the model card describes the
-# same alternation of banded and dense layers.
+# configuration on Hugging Face (`num_hidden_layers`, `layer_types`, `num_attention_heads`,
+# `num_key_value_heads`, `head_dim`, `max_position_embeddings`; its attention layers carry the
+# `sinks` weights), and the window of 128 tokens is given by NVIDIA's Megatron Bridge
+# documentation of the model and by the Keras Hub configuration of gpt-oss-20b, which has the same
+# attention; the model card describes the same alternation of banded-window and dense layers.
 #
 # Lesson 10's formula gives the cache of one layer: $2\,h_{kv}\,d_h\,b$ bytes per token kept, here
 # $2 \cdot 8 \cdot 64 \cdot 2 = 2{,}048$ bytes in bfloat16. A full layer keeps all $T$ tokens; a window
@@ -313,7 +314,7 @@ assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these
 # ($B = h = 1$, $hs = 8$), with the size of one `(T, T)` float64 table beside them:
 
 # %%
-memory_T = [512, 1_024, 2_048, 4_096]
+memory_T = [512, 1_024, 2_048]
 print(f"{'T':>6} {'masked full (MiB)':>18} {'window (MiB)':>13} {'one (T, T) table (MiB)':>23}")
 for T_m in memory_T:
     mem_rng = np.random.default_rng(T_m)
@@ -890,7 +891,7 @@ print("learned sink logits after training (per model, 2 heads):",
 # over the noise tokens of the window, and their value vectors, which training never needed to
 # make harmless, push the answer away from "none". Keeping `BOS` as a single sink token beside
 # the window brings the loss back down to its training level; four sink tokens do the same (the
-# three extra ones are noise tokens that only add a little weight). The models trained with a
+# three extra ones are noise tokens). The models trained with a
 # learned sink logit instead of `BOS` have nothing to evict, and the plain window is all they
 # need.
 #
@@ -1153,9 +1154,9 @@ plt.show()
 # RoPE differs from the paper here. Its scores depend only on distances too, and the paper found
 # that rotary models extrapolate better than sinusoidal ones but far worse than ALiBi; in this
 # experiment the RoPE models are weak even at the training length. With $hs = 4$ a head has only
-# two rotating pairs, one turning by 1 radian per position and one by 0.01, and 200 steps were not
-# enough to build a recency detector from them. (The course's small models, one task, 200 steps:
-# this measures these models, not RoPE in general.)
+# two rotating pairs, one turning by 1 radian per position and one by 0.01, and in 200 steps these
+# models did not learn to pick the most recent value with them. (The course's small models, one
+# task, 200 steps: this measures these models, not RoPE in general.)
 #
 # **The mechanism.** Where do the trained heads look? For each model, take the head that puts the
 # most weight on the most recent value token at the training length, and measure that weight,
