@@ -882,6 +882,15 @@ print(f"models whose loss with nothing to read is more than 3x higher in a plain
       f"{worse.sum()} of {SEEDS}")
 print("learned sink logits after training (per model, 2 heads):",
       " ".join(f"[{a:.1f} {b:.1f}]" for a, b in sink_models["sink"]))
+# The sink's share of each head's weight, 1 minus the weights on real keys, on training-length sequences.
+share_tokens, share_targets = sink_task_batch(np.random.default_rng(5), SEEDS, 64, T_SINK, bos=False)
+sink_share = 1 - model_forward(sink_models, share_tokens, share_targets, 2, backward=False)[1].sum(axis=-1)  # (n, B, h, T)
+empty = (share_targets == NONE)[:, :, None, :]  # (n, B, 1, T)
+share_empty = (sink_share * empty).sum(axis=(1, 3)) / empty.sum(axis=(1, 3))  # (n, h)
+share_value = (sink_share * ~empty).sum(axis=(1, 3)) / (~empty).sum(axis=(1, 3))
+print(f"the learned sink's share of the weight, over the 16 heads: nothing to read {share_empty.min():.2f} to "
+      f"{share_empty.max():.2f} (mean {share_empty.mean():.2f}); a value to read {share_value.min():.2f} to "
+      f"{share_value.max():.2f} (mean {share_value.mean():.2f})")
 
 # %% [markdown]
 # Full attention over the whole stream fails, as expected (a loss of 10.9 nats): the model sees
@@ -900,9 +909,14 @@ print("learned sink logits after training (per model, 2 heads):",
 # above) but by very different amounts (the median is a quarter of the mean): not the explosion
 # of perplexity that Xiao et al. measured in models of billions of parameters over thousands of
 # tokens. What the small model does show is the mechanism: the rise is at the positions with
-# nothing to read, where the sink's weight had been going. The learned sink logits ended between
-# $-0.9$ and $-0.6$, small next to the scores: these models learned to make the weight they spread
-# over noise harmless instead, which training without `BOS` forced on them.
+# nothing to read, where the sink's weight had been going.
+#
+# The learned sink logits ended between $-0.9$ and $-0.6$, and the last line shows how the heads
+# use them: the sink takes a share of the weight where there is nothing to read (from a few
+# percent up to about two thirds, depending on the head) and almost none where there is a value.
+# The rest of the spare weight these models spread over the noise tokens, whose values training
+# without `BOS` taught them to make harmless; so a window that drops old tokens takes nothing away
+# from them.
 #
 # ## 4. ALiBi: a penalty for distance
 #
