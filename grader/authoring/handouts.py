@@ -57,6 +57,9 @@ HANDOUTS: dict[str, list[Handout]] = {
                            Handout(L09, "test_adam_step", "adam_step"),
                            Handout(L11, "test_layer_norm", "layer_norm"),
                            Handout(L11, "test_layer_norm_backward", "layer_norm_backward")],
+    "14-long-context": [SOFTMAX, Handout(L06, "test_causal_mask", "causal_mask"),
+                        Handout("08-position", "test_sinusoidal_encoding", "sinusoidal_encoding"),
+                        Handout("08-position", "test_apply_rope", "rope")],
     "15-latent-and-linear": [SOFTMAX, Handout("08-position", "test_apply_rope", "rope")],
 }
 

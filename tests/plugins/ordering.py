@@ -22,6 +22,7 @@ SLOW_FIRST = [
     "solutions/05-pytorch-module/05-pytorch-module.ipynb",
     "solutions/09-learning/09-learning.ipynb",
     "solutions/13-cross-attention/13-cross-attention.ipynb",
+    "solutions/14-long-context/14-long-context.ipynb",
     "solutions/15-latent-and-linear/15-latent-and-linear.ipynb",
 ]
 
