@@ -15,12 +15,13 @@ the kernel prints. A windowed answer holds (T, w) scores, under 3 MB. A float32 
 would fit, but carries seven digits against the comparison's rtol of 1e-9. The reference computes
 the window as w shifted copies of the keys, (T, w) numbers.
 
-`ring_decode_step` writes into its arguments. The harness compares the returned output only, so
-the cases are built to make a step that reads the wrong slots fail on the output: slots that no
-token has written yet hold NaN (a step that attends over all w slots before the buffer is full
-returns NaN), and once the ring has wrapped, slot t % w holds the key and value of token t - w,
-which has just left the window (a step that does not overwrite that slot, or writes elsewhere,
-attends to it). The reference works on copies.
+`ring_decode_step` writes into its arguments: `written_args=(0, 1)`, so after each call the two
+rings the kernel passed must hold exactly what the reference wrote into its own copies (a step
+that writes into a copy, or into another slot, fails), and the other arguments must be unchanged.
+The cases also make a step that reads the wrong slots fail on the output: slots that no token has
+written yet hold NaN (a step that attends over all w slots before the buffer is full returns NaN),
+and once the ring has wrapped, slot t % w holds the key and value of token t - w, which has just
+left the window (a step that does not overwrite that slot, or writes elsewhere, attends to it).
 
 The functions that the notebook gives and the exercises call (`softmax`, and `alibi_slopes` inside
 `alibi_attention`) are sent to the kernel through `replace_globals`, so a submission that edited a
@@ -85,8 +86,7 @@ def sliding_window_attention_cases(rng):
 
 
 def ring_decode_step(K_ring, V_ring, t, q_t, k_t, v_t):
-    K_ring, V_ring = np.array(K_ring, dtype=np.float64), np.array(V_ring, dtype=np.float64)  # copies
-    w = K_ring.shape[1]
+    w = K_ring.shape[1]  # written in place: the grader compares the rings after the call too
     K_ring[:, t % w], V_ring[:, t % w] = k_t, v_t
     keys, values = K_ring[:, :min(t + 1, w)], V_ring[:, :min(t + 1, w)]  # (h, n, hs): the written slots
     weights = softmax((keys * q_t[:, None, :]).sum(axis=-1) / np.sqrt(q_t.shape[-1]))  # (h, n)
@@ -174,6 +174,7 @@ CHECKS = {
                                            sliding_window_attention_cases, unchanged_args=True,
                                            compare=Same(rtol=1e-9, atol=1e-12), replace_globals={"softmax": softmax}),
     "test_ring_decode_step": Check("ring_decode_step", ring_decode_step, ring_decode_step_cases,
+                                   unchanged_args=True, written_args=(0, 1),
                                    compare=Same(rtol=1e-9, atol=1e-12), replace_globals={"softmax": softmax}),
     "test_sink_window_attention": Check("sink_window_attention", sink_window_attention, sink_window_attention_cases,
                                         unchanged_args=True, compare=Same(rtol=1e-9, atol=1e-12),

@@ -62,7 +62,7 @@ class InjectTrustedChecks(NbGraderPreprocessor):
             cases = list(check.cases(seeded(seed, grade_id)))
             if not cases or not all(isinstance(case, Case) for case in cases):
                 raise SpecError(f"{grade_id}: cases(rng) must yield call(...) objects")
-            payload = wire.encode_calls(((case.args, case.kwargs) for case in cases), check.unchanged_args)
+            payload = wire.encode_calls(((case.args, case.kwargs) for case in cases), check.keeps_args)
             if check.replace_globals:  # trusted definitions the kernel swaps in during the calls
                 payload["globals"] = check.kernel_globals()
             if check.tensors:  # the kernel passes the arrays as torch tensors and sends tensors back as arrays
@@ -74,14 +74,15 @@ class InjectTrustedChecks(NbGraderPreprocessor):
                 return [(tuple(wire.decode(a) for a in call["args"]), {k: wire.decode(v) for k, v in call["kwargs"]})
                         for call in payload["cases"]]
 
+            after = received()  # the reference's copies: what it writes into them is what written_args must hold
             outcomes = [check.outcome(Case(args, kwargs, case.expect_raise))
-                        for (args, kwargs), case in zip(received(), cases, strict=True)]
+                        for (args, kwargs), case in zip(after, cases, strict=True)]
             expected = [result for result, _ in outcomes]
             sent = [args for args, _ in received()]
             run.prepared[grade_id] = Prepared(
                 check=check, source=cell.source, expected=expected, sent=sent,
-                n_args=[len(args) if check.unchanged_args else None for args in sent],
-                rngs=[states for _, states in outcomes])
+                n_args=[len(args) if check.keeps_args else None for args in sent],
+                rngs=[states for _, states in outcomes], written=[args for args, _ in after])
             text = json.dumps(payload, separators=(",", ":"))
             cell.source = _with_call(cell.source, f"{run.entry}({grade_id!r}, {check.function}, {text!r})",
                                      self.config)

@@ -99,10 +99,7 @@ class VerifyTrustedChecks(NbGraderPreprocessor):
                 self.log.warning("%s: comparing hidden test %d failed: %r", grade_id, i, error)
                 problem = "the result could not be compared with the reference"
             if problem is None and outcome.args is not None:
-                pairs = zip(sent, outcome.args, strict=True)
-                changed = [k for k, (before, after) in enumerate(pairs, 1) if wire.digest(wire.encode(before)) != after]
-                if changed:
-                    problem = f"it modified its argument {changed[0]}; it must leave its inputs unchanged"
+                problem = _argument_problem(prepared, i - 1, sent, outcome.args)
             if problem is None and not isinstance(expected, wire.Raised) and not all(
                     _identical(want, got) for want, got in zip(prepared.rngs[i - 1], outcome.rngs, strict=True)):
                 problem = ("it left the random generator it was given in another state than the reference does: "
@@ -112,3 +109,18 @@ class VerifyTrustedChecks(NbGraderPreprocessor):
         if prepared.check.fixed_inputs:  # a quiz: the same call in every run, nothing fresh about it
             return True, f"Hidden tests passed: {name} matched the grader's reference."
         return True, f"Hidden tests passed: {name} matched the grader's reference on {n} fresh inputs."
+
+
+def _argument_problem(prepared: Prepared, call: int, sent: tuple, digests: list[str]) -> str | None:
+    """What is wrong with the arguments after one call: a written argument not as the reference left its
+    copy (Check.written_args), or, with unchanged_args, any other argument changed; None when all is right."""
+    check = prepared.check
+    written = prepared.written[call] if prepared.written else sent
+    for k, (before, after, digest) in enumerate(zip(sent, written, digests, strict=True)):
+        if k in check.written_args:
+            if wire.digest(wire.encode(after)) != digest:
+                return (f"its argument {k + 1} does not hold what the exercise asks it to write there in place "
+                        "(a function that writes into a copy leaves the caller's array as it was)")
+        elif check.unchanged_args and wire.digest(wire.encode(before)) != digest:
+            return f"it modified its argument {k + 1}; it must leave its inputs unchanged"
+    return None

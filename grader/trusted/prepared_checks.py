@@ -27,6 +27,7 @@ class Prepared:
     sent: list[tuple]  # each call's positional arguments, exactly as the kernel received them
     n_args: list[int | None]  # what decode_results expects back for each call
     rngs: list[tuple] = field(default_factory=list)  # per call: the states its Rng generators must end in
+    written: list[tuple] = field(default_factory=list)  # per call: the arguments as the reference left them
 
 
 @dataclass

@@ -201,6 +201,11 @@ class Check:
         judges the argument objects it passed (kept in a tuple the function cannot rebind), not whatever
         its argument list holds after the call, and sends back each one's digest (`wire.digest`), so that
         a large argument costs the cell's output nothing.
+    written_args: the positions (from 0) of the arguments the function must write in place, as an
+        exercise that fills a cache asks: after the call, each of those argument objects must hold
+        exactly what the reference left in its own copy (compared by digest, as `unchanged_args`
+        compares); a function that writes into a copy, or does not write, fails. With `unchanged_args`,
+        every other argument must be left as it was.
     compare: `compare(expected, got)` returns None when they match, else a one-line message.
     replace_globals: {name: function} for an exercise whose function calls another graded function
         of the notebook (attention calling softmax). During each hidden call, the global `name` that
@@ -231,6 +236,7 @@ class Check:
     reference: Callable[..., Any]
     cases: Callable[[np.random.Generator], Iterable[Case]]
     unchanged_args: bool = False
+    written_args: tuple[int, ...] = ()
     compare: Callable[[Any, Any], str | None] = Same()
     replace_globals: dict[str, Callable[..., Any]] = field(default_factory=dict, hash=False)
     tensors: bool = False
@@ -242,6 +248,13 @@ class Check:
             raise SpecError(f"Check.function must be a Python name, got {self.function!r}")
         for name, definition in self.replace_globals.items():
             _kernel_source(name, definition)  # a SpecError now, when the spec loads, rather than at grading
+        if any(not isinstance(k, int) or k < 0 for k in self.written_args):
+            raise SpecError(f"Check.written_args must be argument positions (ints >= 0), got {self.written_args!r}")
+
+    @property
+    def keeps_args(self) -> bool:
+        """Whether the kernel sends back each argument's digest after the call (unchanged or written args)."""
+        return self.unchanged_args or bool(self.written_args)
 
     def expected(self, case: Case) -> Any:
         """The reference's outcome for `case`: its result, or `Raised` for a case that must raise."""

@@ -472,3 +472,45 @@ def test_a_modified_input_is_seen_even_when_the_function_swaps_the_callers_list_
     (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[1])
     assert outcome.result == 6.0
     assert outcome.args[0] == wire.digest(wire.encode(np.zeros(3))), "the argument it was given, as it left it"
+
+
+def test_written_arguments_must_hold_what_the_reference_wrote_there():
+    """Check.written_args: the caller's array after the call, not only the result, decides (a ring-buffer cache)."""
+    from grader.pipeline.verify_trusted_checks import _argument_problem
+    from grader.trusted.prepared_checks import Prepared
+
+    def fill(buffer, value):  # the reference: writes slot 1 in place
+        buffer[1] = value
+        return float(buffer.sum())
+
+    def into_a_copy(buffer, value):  # the same result, the caller's buffer untouched
+        buffer = buffer.copy()
+        buffer[1] = value
+        return float(buffer.sum())
+
+    def other_slot(buffer, value):
+        buffer[0] = value
+        return float(buffer.sum())
+
+    def changes_the_value(buffer, value):
+        buffer[1] = value
+        return float(buffer.sum()) + 0 * value
+
+    check = Check("fill", fill, lambda rng: iter(()), unchanged_args=True, written_args=(0,))
+    sent, written = (np.zeros(3), 2.0), (np.array([0.0, 2.0, 0.0]), 2.0)
+    prepared = Prepared(check=check, source="", expected=[2.0], sent=[sent], n_args=[2], written=[written])
+    problems = {}
+    for function in (fill, into_a_copy, other_slot, changes_the_value):
+        bundle = harness_results(function, (np.zeros(3), 2.0), keep_args=True)
+        (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[2])
+        assert outcome.result == 2.0, function.__name__
+        problems[function.__name__] = _argument_problem(prepared, 0, sent, outcome.args)
+    assert problems["fill"] is None and problems["changes_the_value"] is None
+    assert "argument 1 does not hold what the exercise asks it to write there in place" in problems["into_a_copy"]
+    assert "argument 1 does not hold" in problems["other_slot"]
+    touched = Prepared(check=check, source="", expected=[2.0], sent=[(np.zeros(3), 3.0)], n_args=[2], written=[written])
+    bundle = harness_results(fill, (np.zeros(3), 2.0), keep_args=True)
+    (outcome,) = wire.decode_results(bundle, token="token", check="check", n_args=[2])
+    assert "modified its argument 2" in _argument_problem(touched, 0, (np.zeros(3), 3.0), outcome.args)
+    with pytest.raises(SpecError, match="written_args"):
+        Check("fill", fill, lambda rng: iter(()), written_args=(-1,))
