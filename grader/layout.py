@@ -23,6 +23,7 @@ from pathlib import Path
 from traitlets.config import Config
 
 from grader.errors import OldGradingData
+from grader.student.layout import student_notebook
 
 # What grading writes, relative to a course's root. nbgrader's four, at nbgrader's default places:
 GRADEBOOK = "gradebook.db"  # every hidden test and grade: never publish it
@@ -34,6 +35,9 @@ GRADES = "grades"  # per lesson: the grades CSV, plot and snapshot, the LMS impo
 GRADING_LOGS = "grading-logs"  # per lesson: one line per graded submission
 TERM = "term"  # the term's facts: every attempt downloaded, the people registry, the overrides, the releases made
 GRADING_DATA = (GRADEBOOK, SUBMITTED, AUTOGRADED, FEEDBACK, GRADES, GRADING_LOGS, TERM)
+# Beside each submitted notebook, as nbgrader's collect writes it and its autograde reads it:
+TIMESTAMP = "timestamp.txt"  # when the submission was handed in
+SUBMISSION_SECRET = "submission_secret.txt"  # the exchange's secret of a hub submission
 
 # Where versions before this layout kept all of it, and where each of its entries goes now.
 OLD_STATE = "grader/state"
@@ -71,7 +75,7 @@ class Layout:
                    folder(coursedir.autograded_directory), folder(coursedir.feedback_directory))
 
     def release_notebook(self, lesson: str) -> Path:
-        return self.release / lesson / f"{lesson}.ipynb"
+        return student_notebook(lesson, self.release)  # the release folder is the students' lessons folder
 
     def submitted_notebook(self, student: str, lesson: str) -> Path:
         return self.submitted / student / lesson / f"{lesson}.ipynb"

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.course import REPO, nbgrader_config
+from grader.course import ROOT, nbgrader_config
 from grader.layout import GRADING_DATA, move_old_data
 
 
-def main(*, course: Path = REPO) -> list[tuple[Path, Path]]:
+def main(*, course: Path = ROOT) -> list[tuple[Path, Path]]:
     """Move the grading data of the course whose nbgrader_config.py is in `course`; print each move."""
     from nbgrader.coursedir import CourseDirectory
 
@@ -30,7 +30,7 @@ def main(*, course: Path = REPO) -> list[tuple[Path, Path]]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--course", type=Path, default=REPO,
+    parser.add_argument("--course", type=Path, default=ROOT,
                         help="folder whose nbgrader_config.py to use (default: this repository)")
 
 

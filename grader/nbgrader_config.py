@@ -12,7 +12,7 @@ from nbgrader.apps import NbGrader
 from traitlets.config import Application
 
 from grader import pipeline
-from grader.course import REPO
+from grader.course import ROOT
 from grader.errors import OldGradingData
 from grader.layout import AUTOGRADED, FEEDBACK, GRADEBOOK, SUBMITTED, refuse_old_data
 from grader.sandbox.limits import ONE_BLAS_THREAD
@@ -25,21 +25,21 @@ c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 # stop it (traitlets logs a config file that raises and goes on without it), so the command exits here
 # with the same message. A Jupyter server that reads this file (the formgrader's) is not stopped.
 if Application.initialized() and isinstance(Application.instance(), NbGrader):
-    for course_root in dict.fromkeys((REPO, Path.cwd().resolve())):
+    for course_root in dict.fromkeys((ROOT, Path.cwd().resolve())):
         try:
             refuse_old_data(course_root)
         except OldGradingData as error:
             raise SystemExit(f"nbgrader stopped: {error}") from None
 
 # ---- where things are
-c.CourseDirectory.root = str(REPO)
+c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "lessons"
 c.CourseDirectory.submitted_directory = SUBMITTED
 c.CourseDirectory.autograded_directory = AUTOGRADED
 c.CourseDirectory.feedback_directory = FEEDBACK
 # timeout= lets parallel graders wait for SQLite's write lock instead of failing with "database is locked".
-c.CourseDirectory.db_url = f"sqlite:///{REPO / GRADEBOOK}?timeout=60"
+c.CourseDirectory.db_url = f"sqlite:///{ROOT / GRADEBOOK}?timeout=60"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "collected.json"]
 
 # ---- the pipelines

@@ -28,7 +28,7 @@ import nbformat
 from nbformat.v4 import new_markdown_cell, new_raw_cell
 
 from grader import cell_roles
-from grader.course import REPO, SOLUTIONS, lesson_ids, nbgrader_config, reference_notebook
+from grader.course import ROOT, SOLUTIONS, lesson_ids, nbgrader_config, reference_notebook
 from grader.gradebook import open_gradebook
 from grader.grading.intake.enrolment import enrol
 from grader.grading.running.jobs import Job, Result
@@ -152,7 +152,7 @@ def make_course(root: Path, *, cell_timeout: int = 15, lessons: list[str] | None
     db_url = db_url or f"sqlite:///{root / GRADEBOOK}?timeout=60"
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
-        f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
+        f"load_subconfig({str(ROOT / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.root = {str(root)!r}\n"
         f"c.CourseDirectory.source_directory = {str(SOLUTIONS)!r}\n"
         f"c.CourseDirectory.db_url = {db_url!r}\n"
@@ -705,7 +705,7 @@ def unlink_key(serial: int) -> None:
 
 # ---------------------------------------------------------------- feedback pages without a gradebook
 
-def feedback_page(nb: nbformat.NotebookNode, lesson: str, *, course: Path = REPO, score: float = 0,
+def feedback_page(nb: nbformat.NotebookNode, lesson: str, *, course: Path = ROOT, score: float = 0,
                   max_score: float = 0, late_penalty: float = 0) -> str:
     """The feedback page of `nb` as `generate_feedback` builds it for `lesson` in `course`: every step
     of the course's feedback pipeline but nbgrader's GetGrades (which reads the gradebook: each graded

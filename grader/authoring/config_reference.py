@@ -16,9 +16,9 @@ from pathlib import Path
 
 from traitlets import import_item
 
-from grader.course import REPO, nbgrader_config
+from grader.course import ROOT, nbgrader_config
 
-OUTPUT = REPO / "docs" / "configuration.md"
+OUTPUT = ROOT / "docs" / "configuration.md"
 
 # Every class of grader/ that declares an option (`.tag(config=True)`), in the order of the page.
 CLASSES = (
@@ -52,7 +52,7 @@ edit it by hand (tests/policy/test_config_reference.py compares it with what tha
 
 def shown(value: object) -> str:
     """`value` as Python source, with this checkout's folder written `<course>`, in a code span."""
-    text = repr(value).replace(str(REPO), "<course>")
+    text = repr(value).replace(str(ROOT), "<course>")
     return f"`{text}`" if text else "``"
 
 

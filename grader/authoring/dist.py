@@ -54,21 +54,18 @@ from traitlets.config import Config, PyFileConfigLoader
 
 from grader import markers
 from grader.authoring import dist_steps
-from grader.course import LESSONS, REPO, nbgrader_config, select_lessons, student_notebook
+from grader.course import LESSONS, ROOT, nbgrader_config, select_lessons, student_notebook
 from grader.errors import DistributionRefused, NotReleased
 from grader.extras import LESSON_EXTRAS
 from grader.grading.policy.late import LatePolicy
-from grader.student.layout import JUPYTER_CONFIG, LESSON_HELPERS
+from grader.student.layout import DEADLINES_PATH, JUPYTER_CONFIG, LESSON_HELPERS, MANIFEST_PATH, RELEASES_PATH
 
-GRADER = REPO / "grader"
+GRADER = ROOT / "grader"
 TEMPLATE = Path(__file__).resolve().parent / "dist_template"
 
 # The packages of requirements.in that students need (their requirements are copied with their bounds).
 STUDENT_REQUIREMENTS = ("jupyterlab", "numpy", "matplotlib", "ipywidgets", "nbgrader", "nbformat", "nbclient")
 
-RELEASES = ".course/releases"
-MANIFEST = ".course/manifest.json"
-DEADLINES = ".course/deadlines.json"
 KEPT_ON_REBUILD = (".git", ".venv")  # of an earlier distribution in the output folder
 IGNORED = re.compile(r"(^|/)(\.ipynb_checkpoints|__pycache__)(/|$)|\.pyc$")
 MARKERS = markers.any_marker()
@@ -154,7 +151,7 @@ def read_requirements(path: Path) -> dict[str, Requirement]:
 
 def requirements() -> str:
     """requirements.txt of the distribution: the course's requirements for the packages students need."""
-    course = read_requirements(REPO / "requirements.in")
+    course = read_requirements(ROOT / "requirements.in")
     missing = [name for name in STUDENT_REQUIREMENTS if name not in course]
     if missing:
         raise DistributionRefused(f"requirements.in no longer lists {', '.join(missing)}: "
@@ -175,7 +172,7 @@ def torch_requirements() -> str:
     """requirements-torch.txt of the distribution: every requirement of the course's torch extra."""
     return (f"# The optional PyTorch extra, for {_torch_lessons()} only: `make torch` installs it into\n"
             "# .venv. The other lessons do without it. On Linux, PyPI's torch bundles CUDA (several GB).\n"
-            + "".join(f"{requirement}\n" for requirement in read_requirements(REPO / "requirements-torch.in").values()))
+            + "".join(f"{requirement}\n" for requirement in read_requirements(ROOT / "requirements-torch.in").values()))
 
 
 def readme(lessons: list[str]) -> str:
@@ -243,20 +240,20 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
     for lesson in lessons:
         if lesson in kept:
             files |= kept[lesson]
-            releases[lesson] = sha256(kept[lesson][f"{RELEASES}/{lesson}.ipynb"])
+            releases[lesson] = sha256(kept[lesson][f"{RELEASES_PATH}/{lesson}.ipynb"])
             continue
         for path in sorted(p for p in (LESSONS / lesson).rglob("*") if p.is_file()):
             if not IGNORED.search(path.as_posix()):
-                files[path.relative_to(REPO).as_posix()] = path.read_bytes()
+                files[path.relative_to(ROOT).as_posix()] = path.read_bytes()
         data = student_notebook(lesson).read_bytes()
-        files[f"{RELEASES}/{lesson}.ipynb"] = data
+        files[f"{RELEASES_PATH}/{lesson}.ipynb"] = data
         releases[lesson] = sha256(data)
     manifest = {"course": "Attention from Scratch", "releases": releases,
                 "files": {path: sha256(data) for path, data in code.items()
                           if path.startswith(("grader/", "tests/"))
                           or path in ("nbgrader_config.py", "Makefile", LESSON_HELPERS.name)}}
-    files[MANIFEST] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
-    files[DEADLINES] = deadlines(lessons, policy if policy is not None else LatePolicy(config=nbgrader_config()))
+    files[MANIFEST_PATH] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    files[DEADLINES_PATH] = deadlines(lessons, policy if policy is not None else LatePolicy(config=nbgrader_config()))
     leaks = [path for path, data in files.items() if MARKERS.search(data.decode("utf-8", "replace"))]
     if leaks:  # the tests scan for far more (tests/integration/test_dist_leaks.py); this one costs nothing
         raise DistributionRefused(f"refusing to write a distribution with nbgrader markers in {', '.join(leaks)}")
@@ -265,13 +262,14 @@ def contents(lessons: list[str] | None = None, kept: dict[str, dict[str, bytes]]
 
 def _refuse(out: Path) -> None:
     """Refuse an output folder that is not empty, new or an earlier distribution."""
-    if out == REPO or REPO in out.parents or out in REPO.parents:
+    if out == ROOT or ROOT in out.parents or out in ROOT.parents:
         raise DistributionRefused(f"write the distribution outside the course repository, not to {out}: "
                                   "it is published on its own, and the course's tests and tools must not pick it up")
     if out.exists() and not out.is_dir():
         raise DistributionRefused(f"{out} is a file, not a folder")
-    if out.is_dir() and any(p.name not in KEPT_ON_REBUILD for p in out.iterdir()) and not (out / MANIFEST).is_file():
-        raise DistributionRefused(f"{out} is not empty and holds no earlier distribution ({MANIFEST}): "
+    earlier = (out / MANIFEST_PATH).is_file()
+    if out.is_dir() and any(p.name not in KEPT_ON_REBUILD for p in out.iterdir()) and not earlier:
+        raise DistributionRefused(f"{out} is not empty and holds no earlier distribution ({MANIFEST_PATH}): "
                                   "choose another DIR")
 
 
@@ -291,7 +289,7 @@ def write(out: Path, files: dict[str, bytes]) -> None:
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        if path.startswith(RELEASES + "/"):
+        if path.startswith(RELEASES_PATH + "/"):
             target.chmod(0o444)  # the pristine releases: read-only, and checked against the manifest
 
 
@@ -326,14 +324,14 @@ def main(*, out: Path, lessons: list[str] | None = None, check: bool = False,
     if check:
         return differences(out, contents(lessons, policy=policy))
     _refuse(out)  # before the minute of building, not after
-    shipped = dist_steps.published(out, MANIFEST, RELEASES)
+    shipped = dist_steps.published(out, MANIFEST_PATH, RELEASES_PATH)
     earlier = {lesson: files for lesson, files in shipped.items() if lesson not in (republish or [])}
     lessons = select_lessons(sorted({*select_lessons(lessons), *shipped}))
     dist_steps.refuse_open_answers([lesson for lesson in lessons if lesson not in earlier], policy,
                                    now if now is not None else datetime.now(UTC))
     if shipped:
         changed = [lesson for lesson in earlier if student_notebook(lesson).is_file()
-                   and student_notebook(lesson).read_bytes() != earlier[lesson][f"{RELEASES}/{lesson}.ipynb"]]
+                   and student_notebook(lesson).read_bytes() != earlier[lesson][f"{RELEASES_PATH}/{lesson}.ipynb"]]
         for lesson in changed:
             print(f"{lesson}: kept as published (its release changed since; students keep what they have). "
                   f"`--republish {lesson}` replaces it.")

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from grader.authoring import release_guard
 from grader.authoring.release_in_memory import build_release
-from grader.course import REPO, nbgrader_config, select_lessons
+from grader.course import ROOT, nbgrader_config, select_lessons
 from grader.errors import NotReleased
 from grader.gradebook import nbgrader_api
 from grader.layout import Layout
 
 
-def main(*, lessons: list[str] | None = None, course: Path = REPO, force: bool = False) -> list[str]:
+def main(*, lessons: list[str] | None = None, course: Path = ROOT, force: bool = False) -> list[str]:
     """Run nbgrader's generate_assignment for each lesson; return the lessons released.
 
     `course` is the folder whose nbgrader_config.py is used (default: this repository, which
@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="replace lesson notebooks someone worked in, after backing each up to "
                              "lessons/<id>.backup-<date>.ipynb")
-    parser.add_argument("--course", type=Path, default=REPO,
+    parser.add_argument("--course", type=Path, default=ROOT,
                         help="folder whose nbgrader_config.py to use (default: this repository)")
 
 

@@ -18,7 +18,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
 from grader import cell_roles
-from grader.course import REPO, nbgrader_config, select_lessons
+from grader.course import ROOT, nbgrader_config, select_lessons
 from grader.errors import CannotGradeSafely, NotReleased
 from grader.gradebook import open_gradebook, require_course_id
 from grader.grading.intake.collect import Skipped, collect
@@ -56,7 +56,7 @@ class Batch:
     rows: list[grades.Row]  # the lesson's grades, every student (grader.grading.policy.grades)
 
 
-def main(*, lesson: str, course: Path = REPO, source: Path | None = None, roster: Path | None = None,
+def main(*, lesson: str, course: Path = ROOT, source: Path | None = None, roster: Path | None = None,
          regrade: bool = False, workers: int | None = None,
          force: bool = False, timeout: int | None = None, memory_limit: int | None = None,
          unsafe_no_sandbox: bool = False, job_timeout: float | None = None, download_format: str | None = None,
@@ -228,7 +228,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="grade without the sandbox where it cannot start (the kernels can then change grades); "
                              "the summary, the CSV and the feedback say so")
-    parser.add_argument("--course", type=Path, default=REPO,
+    parser.add_argument("--course", type=Path, default=ROOT,
                         help="folder whose nbgrader_config.py to use (default: this repository)")
 
 

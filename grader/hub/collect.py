@@ -41,12 +41,12 @@ from typing import TextIO
 
 from nbgrader.utils import parse_utc
 
-from grader.course import REPO, nbgrader_config, select_lessons
+from grader.course import ROOT, nbgrader_config, select_lessons
 from grader.errors import HubRefused
 from grader.grading.intake.collect import MAX_ENTRY
 from grader.grading.intake.ids import CLOCK_SKEW, normalised_id
 from grader.hub import settings
-from grader.layout import Layout
+from grader.layout import SUBMISSION_SECRET, TIMESTAMP, Layout
 from grader.safe_text import for_terminal
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's Exchange.timestamp_format, in UTC
@@ -119,7 +119,7 @@ def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = N
             if os.fstat(folder_fd).st_uid != uid:
                 raise ValueError(f"the folder is not owned by {user}: a submission in another student's name")
             notebook, info = _read(folder_fd, f"{lesson}.ipynb", uid, MAX_ENTRY)
-            secret, _ = _read(folder_fd, "submission_secret.txt", uid, SMALL)
+            secret, _ = _read(folder_fd, SUBMISSION_SECRET, uid, SMALL)
         except (OSError, ValueError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             result.refused.append((name, reason))
@@ -141,13 +141,13 @@ def stage(inbound: Path, staging: Path, lesson: str, *, now: datetime | None = N
         target = staging / "+".join([user, lesson, when, parts[3] if len(parts) > 3 else "x"])
         target.mkdir(parents=True)
         (target / f"{lesson}.ipynb").write_bytes(notebook)
-        (target / "submission_secret.txt").write_bytes(secret)
-        (target / "timestamp.txt").write_text(when)
+        (target / SUBMISSION_SECRET).write_bytes(secret)
+        (target / TIMESTAMP).write_text(when)
         result.staged.append(name)
     return result
 
 
-def main(*, lesson: str, course: Path = REPO, exchange: Path | None = None, course_id: str | None = None,
+def main(*, lesson: str, course: Path = ROOT, exchange: Path | None = None, course_id: str | None = None,
          out: TextIO = sys.stdout) -> HubCollected:
     """Stage `lesson`'s submissions that can be vouched for, then `nbgrader collect --update` them."""
     [lesson] = select_lessons([lesson])
@@ -175,7 +175,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id, e.g. 03-parallel-heads")
     parser.add_argument("--exchange", type=Path, help="nbgrader's exchange root (default: $ATTENTION_EXCHANGE)")
     parser.add_argument("--course-id", help="nbgrader's course id (default: $ATTENTION_COURSE_ID, else attention)")
-    parser.add_argument("--course", type=Path, default=REPO, help="the course repository (default: this one)")
+    parser.add_argument("--course", type=Path, default=ROOT, help="the course repository (default: this one)")
 
 
 def run(args: argparse.Namespace) -> None:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from grader.course import REPO, nbgrader_config, select_lessons
+from grader.course import ROOT, nbgrader_config, select_lessons
 from grader.errors import NotReleased
 from grader.hub import settings
 from grader.layout import Layout
@@ -44,7 +44,7 @@ def publish(shared: Path) -> None:
         os.chmod(folder, 0o755)
 
 
-def main(*, lessons: list[str], course: Path = REPO, exchange: Path | None = None, course_id: str | None = None,
+def main(*, lessons: list[str], course: Path = ROOT, exchange: Path | None = None, course_id: str | None = None,
          shared: Path | None = None, out: TextIO = sys.stdout) -> list[str]:
     """Publish the shared folder, then release `lessons` to the exchange; the lessons released."""
     lessons = select_lessons(lessons)
@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--course-id", help="nbgrader's course id (default: $ATTENTION_COURSE_ID, else attention)")
     parser.add_argument("--shared", type=Path,
                         help="the folder every student's server reads (default: $ATTENTION_SHARED)")
-    parser.add_argument("--course", type=Path, default=REPO, help="the course repository (default: this one)")
+    parser.add_argument("--course", type=Path, default=ROOT, help="the course repository (default: this one)")
 
 
 def run(args: argparse.Namespace) -> None:

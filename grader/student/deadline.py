@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from grader.safe_text import for_terminal
-from grader.student.layout import ROOT, is_distribution, nbgrader_config
+from grader.student.layout import DEADLINES, is_distribution, nbgrader_config
 
-DEADLINES = ROOT / ".course" / "deadlines.json"  # a distribution's: {lesson: "2026-12-01 23:59:00 UTC"}
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
 
 

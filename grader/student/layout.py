@@ -1,8 +1,11 @@
-"""The student's copy of the course: its folders, its lessons and its nbgrader settings.
+"""The course's places and names: its folders, its files, its lessons and its nbgrader settings.
 
-The same file in the course repository and in a student distribution (`make dist` copies it). The
-course's root is the folder above grader/. A distribution is the copy without solutions/: its
-lessons are those of its `.course/manifest.json`; the course repository's are those of solutions/.
+The one home of every path and file name of the course itself (grading's own data has its names in
+grader/layout.py); a policy test (tests/policy/test_places.py) fails on a second definition of any
+name defined here. The same file in the course repository and in a student distribution (`make dist`
+copies it). The course's root is the folder above grader/. A distribution is the copy without
+solutions/: its lessons are those of its `.course/manifest.json`; the course repository's are those
+of solutions/.
 """
 
 from __future__ import annotations
@@ -15,14 +18,17 @@ from traitlets.config import Config, PyFileConfigLoader
 
 from grader.errors import DamagedCopy, UnknownLesson
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent  # the course's root: the repository, or a distribution
 LESSONS = ROOT / "lessons"
 SUBMISSIONS = ROOT / "submissions"  # where `make submit` writes the student's hand-in file
 JUPYTER_CONFIG = ROOT / "grader" / "jupyter"  # the student-only nbgrader UI of `make lab`
 LESSON_HELPERS = ROOT / "lesson_helpers.py"  # the helper module every lesson imports (`import lesson_helpers`)
-RELEASES = ROOT / ".course" / "releases"  # a distribution's pristine copy of each release (grader/student/originals.py)
-MANIFEST = ROOT / ".course" / "manifest.json"  # a distribution's checksums: {"releases": {...}, "files": {...}}
-SOLUTIONS = ROOT / "solutions"  # the course repository's reference notebooks: a distribution has none
+# A distribution's own files, relative to its root (as `make dist` writes them) and where they are here:
+RELEASES_PATH = ".course/releases"  # a pristine copy of each release (grader/student/originals.py)
+MANIFEST_PATH = ".course/manifest.json"  # checksums: {"releases": {...}, "files": {...}}
+DEADLINES_PATH = ".course/deadlines.json"  # each lesson's deadline when it was built: {lesson: "... UTC"}
+RELEASES, MANIFEST, DEADLINES = ROOT / RELEASES_PATH, ROOT / MANIFEST_PATH, ROOT / DEADLINES_PATH
+SOLUTIONS = ROOT / "solutions"  # the course repository's text sources, reference notebooks and hidden checks
 
 
 def is_distribution() -> bool:
@@ -64,9 +70,33 @@ def student_notebook(lesson: str, lessons_dir: Path = LESSONS) -> Path:
     return Path(lessons_dir) / lesson / f"{lesson}.ipynb"
 
 
-def nbgrader_config() -> Config:
-    """The nbgrader configuration of this copy: its root's nbgrader_config.py, as `nbgrader` run there reads it."""
-    return PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+def checks_file(lesson: str) -> Path:
+    """A lesson's hidden checks (its trusted spec): beside its text source, not in its nbgrader folder, whose
+    every file nbgrader copies into the release."""
+    return SOLUTIONS / f"{lesson}{CHECKS_SUFFIX}"
+
+
+def source_text(lesson: str) -> Path:
+    """The jupytext text source that a lesson's reference notebook is paired with."""
+    return SOLUTIONS / f"{lesson}.py"
+
+
+def reference_notebook(lesson: str) -> Path:
+    return SOLUTIONS / lesson / f"{lesson}.ipynb"
+
+
+def nbgrader_config(course: Path = ROOT, **overrides: object) -> Config:
+    """The nbgrader configuration that `nbgrader` run from the folder `course` sees (this copy's root by default).
+
+    A test or an instructor can point `course` at another folder whose nbgrader_config.py loads this
+    one and moves the state (gradebook, submissions) elsewhere. Keyword arguments override
+    `CourseDirectory` settings, e.g. `release_directory=...`.
+    """
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    for name, value in overrides.items():
+        if value is not None:
+            config.CourseDirectory[name] = value
+    return config
 
 
 def with_lesson_helpers(env: dict[str, str]) -> dict[str, str]:

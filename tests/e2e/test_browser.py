@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 from grader import cell_roles
-from grader.course import LESSONS, REPO, reference_notebook, student_notebook
+from grader.course import LESSONS, ROOT, reference_notebook, student_notebook
 from grader.extras import EXTRAS
 from grader.student import check as selfcheck
 from grader.student import lab, submit
@@ -38,7 +38,7 @@ from grader.student.submission_names import SUBMISSION_REGEXP
 from tests.support import reference_answers
 
 LESSON = "03-parallel-heads"
-ARTIFACTS = REPO / "artifacts"
+ARTIFACTS = ROOT / "artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 UI_TIMEOUT_MS = 90_000  # the longest any one UI state may take to appear (a full run of the lesson, or validate)
@@ -82,7 +82,7 @@ def server(tmp_path_factory):
     log_path = root / "server.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen([sys.executable, "-m", "grader", "lab", "--root-dir", str(lessons), "--", *args],
-                                   cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+                                   cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 90
         while get(f"{base}/api/status?token={token}") != 200:

@@ -47,7 +47,7 @@ import nbformat
 import psutil
 import pytest
 
-from grader.course import REPO
+from grader.course import ROOT
 from grader.extras import EXTRAS
 from grader.student.submission_names import submission_filename
 from tests.ordinary_user import visible_to_all
@@ -55,7 +55,7 @@ from tests.support import Variant, build, make_course, mistake, points_of
 
 LESSON = "03-parallel-heads"
 COURSE_ID = "attention"
-ARTIFACTS = REPO / "artifacts"
+ARTIFACTS = ROOT / "artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 UI_TIMEOUT_MS = 120_000  # the longest one UI state may take: a server spawning on a busy machine, a validation
@@ -174,7 +174,7 @@ def hub():
         with (course.root / "nbgrader_config.py").open("a") as config:
             config.write(f"c.LatePolicy.deadlines = {{{LESSON!r}: {deadline:'%Y-%m-%d %H:%M:%S UTC'}}}\n")
         subprocess.run(["chown", "-R", f"{instructor}:{instructor}", str(course.root), str(shared)], check=True)
-        view = visible_to_all([str(REPO), *{os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}])
+        view = visible_to_all([str(ROOT), *{os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}])
         settings = {"ATTENTION_EXCHANGE": str(exchange), "ATTENTION_COURSE_ID": COURSE_ID,
                     "ATTENTION_SHARED": str(shared), "ATTENTION_COURSE": str(course.root)}
         port = free_port()
@@ -186,7 +186,7 @@ def hub():
         log_path = base / "hub.log"
         with open(log_path, "w") as log:
             process = subprocess.Popen(
-                [*view, sys.executable, "-m", "jupyterhub", "-f", str(REPO / "grader" / "hub" / "jupyterhub_config.py"),
+                [*view, sys.executable, "-m", "jupyterhub", "-f", str(ROOT / "grader" / "hub" / "jupyterhub_config.py"),
                  f"--JupyterHub.hub_port={free_port()}",
                  f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{free_port()}"],
                 cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT)

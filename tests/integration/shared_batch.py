@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 from filelock import FileLock
 
-from grader.course import REPO, lesson_ids
+from grader.course import ROOT, lesson_ids
 from grader.extras import missing_extras
 from grader.grading.running.jobs import Job, Result
 from grader.grading.running.supervisor import supervise
@@ -96,7 +96,7 @@ def start_in_background(shared: Path, every: bool, lessons: list[str]) -> subpro
     with log:
         return subprocess.Popen([sys.executable, "-m", "tests.integration.shared_batch", str(shared), str(int(every)),
                                  ",".join(lessons)],
-                                cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
 @dataclass

@@ -21,7 +21,7 @@ import pytest
 
 from grader import cell_roles
 from grader.authoring import dist
-from grader.course import REPO
+from grader.course import ROOT
 from grader.student.check import HONEST_PASS
 from tests.support import Variant, build, every_lesson_closed
 
@@ -37,7 +37,7 @@ def shipped(tmp_path_factory) -> Path:
     moved = tmp_path_factory.mktemp("downloaded") / "attention-from-scratch"
     shutil.copytree(built, moved)
     shutil.rmtree(built)
-    assert REPO not in moved.resolve().parents
+    assert ROOT not in moved.resolve().parents
     return moved
 
 

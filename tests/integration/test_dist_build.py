@@ -22,7 +22,7 @@ import pytest
 
 from grader import cell_roles
 from grader.authoring import dist
-from grader.course import REPO, lesson_ids
+from grader.course import ROOT, lesson_ids
 from grader.errors import DistributionRefused, NotReleased
 from grader.grading.policy.late import LatePolicy
 from tests.support import every_lesson_closed
@@ -71,13 +71,13 @@ def test_a_damaged_copy_is_refused_before_anything_runs(distribution, tmp_path, 
     moved = tmp_path / "damaged"
     shutil.copytree(distribution, moved)
     if damage == "a changed original":
-        pristine = moved / dist.RELEASES / "03-parallel-heads.ipynb"
+        pristine = moved / dist.RELEASES_PATH / "03-parallel-heads.ipynb"
         pristine.chmod(0o644)
         nb = nbformat.read(pristine, as_version=4)
         nb.cells = [cell for cell in nb.cells if "points" not in cell_roles.meta(cell)]
         nbformat.write(nb, pristine)  # every test cell gone: a check against it would pass anything
     else:
-        (moved / dist.MANIFEST).unlink()
+        (moved / dist.MANIFEST_PATH).unlink()
     done = subprocess.run([sys.executable, "-m", "grader", "check", "03-parallel-heads"], cwd=moved, env=alone(),
                           text=True, capture_output=True, timeout=300)
     assert done.returncode != 0 and "this copy of the course is damaged" in done.stderr, done.stdout + done.stderr
@@ -92,15 +92,15 @@ def test_the_build_refuses_a_stale_release_and_a_folder_it_does_not_own(tmp_path
         dist.main(out=occupied)
     assert (occupied / "notes.txt").read_text() == "mine"
     with pytest.raises(DistributionRefused, match="outside the course repository"):
-        dist.main(out=REPO / "student-copy")
+        dist.main(out=ROOT / "student-copy")
 
     lesson = "03-parallel-heads"
     stale = tmp_path / "lessons" / lesson / f"{lesson}.ipynb"
     stale.parent.mkdir(parents=True)
-    nb = nbformat.read(REPO / "lessons" / lesson / f"{lesson}.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "lessons" / lesson / f"{lesson}.ipynb", as_version=4)
     nb.cells[-1].source += "\n# an older test"
     nbformat.write(nb, stale)
-    monkeypatch.setattr(dist, "student_notebook", lambda name: stale if name == lesson else REPO / "lessons" / name)
+    monkeypatch.setattr(dist, "student_notebook", lambda name: stale if name == lesson else ROOT / "lessons" / name)
     assert dist.stale_lessons([lesson]) == [lesson]
     with pytest.raises(NotReleased, match="run `make release` first"):
         dist.main(out=tmp_path / "new", lessons=[lesson], config=every_lesson_closed())
@@ -116,7 +116,7 @@ def test_rebuilding_replaces_an_earlier_distribution_but_keeps_its_git(distribut
     files = dist.main(out=earlier, lessons=["03-parallel-heads"], config=every_lesson_closed())
     assert (earlier / ".git" / "HEAD").is_file() and not (earlier / "lessons" / "old-lesson").exists()
     # Lessons it published stay (students have them: grader/authoring/dist_steps.py); stray files go.
-    assert json.loads((earlier / dist.MANIFEST).read_text())["releases"].keys() == set(lesson_ids())
+    assert json.loads((earlier / dist.MANIFEST_PATH).read_text())["releases"].keys() == set(lesson_ids())
     fresh = dist.contents(policy=LatePolicy(config=every_lesson_closed()))
     assert dist.differences(earlier, fresh) == [] and len(files) > 10
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from grader import __main__ as course_cli
 from grader import course
 from grader.authoring import dist
-from grader.course import REPO, nbgrader_config
+from grader.course import ROOT, nbgrader_config
 from grader.grading.policy.late import LatePolicy
 from grader.student import cli, layout
 from tests.support import every_lesson_closed
 
-GRADER = REPO / "grader"
+GRADER = ROOT / "grader"
 
 
 def test_every_file_of_code_is_a_course_file_byte_for_byte(distribution):
@@ -28,7 +28,7 @@ def test_every_file_of_code_is_a_course_file_byte_for_byte(distribution):
     course_student = {p.name for p in dist.files_in(GRADER / "student")}
     assert {"cli.py", "commands.mk"} <= course_student
     assert {Path(p).name for p in copied if p.startswith("grader/student/")} == course_student
-    jupyter = {p.relative_to(REPO).as_posix() for p in (GRADER / "jupyter").rglob("*") if p.is_file()}
+    jupyter = {p.relative_to(ROOT).as_posix() for p in (GRADER / "jupyter").rglob("*") if p.is_file()}
     assert jupyter and jupyter <= set(copied), "grader/jupyter/ must ship whole"
     for path, source in copied.items():
         assert (distribution / path).read_bytes() == source.read_bytes(), f"{path} differs from the course's {source}"
@@ -77,7 +77,7 @@ def test_the_student_commands_are_the_course_commands_that_run_student_code():
 
 def test_the_course_and_the_student_code_share_one_root_and_one_list_of_lessons():
     # What both have is defined once, in the student code; grader/course.py adds the instructor's paths.
-    assert layout.ROOT == course.REPO and course.LESSONS is layout.LESSONS
+    assert layout.ROOT == course.ROOT and course.LESSONS is layout.LESSONS
     assert layout.lesson_ids() == course.lesson_ids() and not layout.is_distribution()
 
 
@@ -91,10 +91,10 @@ def test_nbgrader_settings_are_the_course_settings_for_what_the_validator_runs(d
 
 
 def test_requirements_are_the_course_requirements_for_what_students_need(distribution):
-    course_in = dist.read_requirements(REPO / "requirements.in")
+    course_in = dist.read_requirements(ROOT / "requirements.in")
     ours = dist.read_requirements(distribution / "requirements.txt")
     assert list(ours) == list(dist.STUDENT_REQUIREMENTS)
     assert all(course_in[name] == requirement for name, requirement in ours.items())
     assert not {"pytest", "ruff", "jupytext", "nbval", "pytest-xdist"} & set(ours)
     assert dist.read_requirements(distribution / "requirements-torch.txt") == dist.read_requirements(
-        REPO / "requirements-torch.in")
+        ROOT / "requirements-torch.in")

@@ -19,12 +19,12 @@ import nbformat
 import pytest
 
 from grader.authoring import dist
-from grader.course import LESSONS, REPO, checks_file, lesson_ids
+from grader.course import LESSONS, ROOT, checks_file, lesson_ids
 from grader.layout import GRADING_DATA
 from tests.support import may_show, reference_answers, secret_lines
 
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS|BEGIN MARK SCHEME|BEGIN MARKED")
-TRUSTED = REPO / "grader" / "trusted"
+TRUSTED = ROOT / "grader" / "trusted"
 FORBIDDEN_PATHS = re.compile(r"(^|/)(solutions|specs|trusted|fixtures|grading|authoring|pipeline|state)(/|$)"
                              r"|gradebook|\.db$|\.sqlite$|(^|/)submissions/"
                              rf"|^({'|'.join(map(re.escape, GRADING_DATA))})(/|$)")

@@ -30,23 +30,23 @@ def test_lesson_ranges_numbers_and_ids_are_read_in_course_order():
 def test_a_later_build_adds_lessons_and_keeps_what_was_published_byte_for_byte(tmp_path, capsys):
     out = tmp_path / "published"
     dist.main(out=out, lessons=dist_steps.parse("01-02"), config=CLOSED)
-    assert json.loads((out / dist.MANIFEST).read_text())["releases"].keys() == {FIRST, SECOND}
+    assert json.loads((out / dist.MANIFEST_PATH).read_text())["releases"].keys() == {FIRST, SECOND}
     assert not (out / "lessons" / THIRD).exists()
 
     # The first lesson as an older release published it: the new build must not replace it.
-    notebook, pristine = out / "lessons" / FIRST / f"{FIRST}.ipynb", out / dist.RELEASES / f"{FIRST}.ipynb"
+    notebook, pristine = out / "lessons" / FIRST / f"{FIRST}.ipynb", out / dist.RELEASES_PATH / f"{FIRST}.ipynb"
     nb = nbformat.read(notebook, as_version=4)
     nb.cells[0].source += "\n\n(as first published)"
     older = nbformat.writes(nb).encode()
     notebook.write_bytes(older)
     pristine.chmod(0o644)
     pristine.write_bytes(older)
-    manifest = json.loads((out / dist.MANIFEST).read_text())
+    manifest = json.loads((out / dist.MANIFEST_PATH).read_text())
     manifest["releases"][FIRST] = hashlib.sha256(older).hexdigest()
-    (out / dist.MANIFEST).write_text(json.dumps(manifest))
+    (out / dist.MANIFEST_PATH).write_text(json.dumps(manifest))
 
     dist.main(out=out, lessons=dist_steps.parse("03"), config=CLOSED)
-    assert json.loads((out / dist.MANIFEST).read_text())["releases"].keys() == {FIRST, SECOND, THIRD}
+    assert json.loads((out / dist.MANIFEST_PATH).read_text())["releases"].keys() == {FIRST, SECOND, THIRD}
     assert notebook.read_bytes() == older and pristine.read_bytes() == older
     assert f"{FIRST}: kept as published" in capsys.readouterr().out
 
@@ -62,8 +62,8 @@ def test_lessons_already_published_are_not_held_back_but_new_and_republished_one
     reopened = deadlines_config({FIRST: "2026-12-01 23:59:00 UTC"}, {FIRST: {"ada": 96}})  # closes on the 5th
     dist.main(out=out, lessons=dist_steps.parse("01-02"), now=now, config=closed)
     dist.main(out=out, lessons=[FIRST], now=now, config=reopened)
-    assert json.loads((out / dist.MANIFEST).read_text())["releases"].keys() == {FIRST, SECOND}
+    assert json.loads((out / dist.MANIFEST_PATH).read_text())["releases"].keys() == {FIRST, SECOND}
     for lessons, republish in (([THIRD], []), ([FIRST], [SECOND])):
         with pytest.raises(DistributionRefused, match="with the longest extension it closes 2026-12-05 23:59:00 UTC"):
             dist.main(out=out, lessons=lessons, republish=republish, now=now, config=reopened)
-    assert json.loads((out / dist.MANIFEST).read_text())["releases"].keys() == {FIRST, SECOND}
+    assert json.loads((out / dist.MANIFEST_PATH).read_text())["releases"].keys() == {FIRST, SECOND}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import REPO
+from grader.course import ROOT
 from grader.layout import GRADEBOOK
 from grader.sandbox.bwrap import SETPRIV, python_dirs
 from tests.ordinary_user import as_ordinary_user, unused_uid, user_env
@@ -107,7 +107,7 @@ def grade_in(cell: Cell, course: Course) -> None:
         home.chmod(cell.home_mode)
         if cell.tmpdir == "private":
             (top / "private").chmod(0o700)
-        prefix = as_ordinary_user(uid, [*python_dirs(), sys.prefix, str(REPO)]) if cell.user else []
+        prefix = as_ordinary_user(uid, [*python_dirs(), sys.prefix, str(ROOT)]) if cell.user else []
         environment = user_env(home, uid, **{key: value for key, value in env.items() if value})
         commands = []
         if cell.no_git_release:

@@ -29,11 +29,11 @@ def test_every_extra_has_a_test_that_needs_it():
 
 
 def test_without_the_extras_their_tests_are_skipped_naming_each_and_its_install_command():
-    from grader.course import REPO
+    from grader.course import ROOT
 
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"} | {WITHOUT_EXTRAS: ",".join(EXTRAS)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:xdist", *sorted(set(NEEDS.values()))],
-                          cwd=REPO, env=env, text=True, capture_output=True, timeout=300)
+                          cwd=ROOT, env=env, text=True, capture_output=True, timeout=300)
     out = done.stdout
     assert done.returncode == 0 and "passed" not in out and " skipped" in out, out + done.stderr
     [summary] = [line for line in out.splitlines() if line.startswith("optional extras missing:")]

@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from grader import cell_roles
-from grader.course import REPO, reference_notebook
+from grader.course import ROOT, reference_notebook
 from grader.layout import GRADEBOOK, GRADES, GRADING_LOGS
 from tests.support import FIXTURES, Variant, build
 
@@ -56,7 +56,7 @@ def answers(name: str) -> dict[str, str]:
 
 def autograde(root: Path, *args: str) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, "-m", "grader", "autograde", LESSON, "--course", str(root), *args],
-                          cwd=REPO, text=True, capture_output=True, timeout=1800)
+                          cwd=ROOT, text=True, capture_output=True, timeout=1800)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     return done
 
@@ -69,7 +69,7 @@ def day(tmp_path_factory):
     shutil.copy(reference_notebook(LESSON), source / LESSON / f"{LESSON}.ipynb")
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
-        f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
+        f"load_subconfig({str(ROOT / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.root = {str(root)!r}\n"
         f"c.CourseDirectory.source_directory = {str(source)!r}\n"
         f"c.CourseDirectory.db_url = {f'sqlite:///{root / GRADEBOOK}?timeout=60'!r}\n"

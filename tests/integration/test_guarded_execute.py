@@ -11,7 +11,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
-from grader.course import REPO
+from grader.course import ROOT
 from grader.pipeline.guarded_execute import (
     KERNEL_DIED,
     NOT_RUN,
@@ -32,7 +32,7 @@ def run(*sources: str, **settings) -> nbformat.NotebookNode:
     limits = {name: settings.pop(name) for name in list(settings) if KernelLimits.class_traits(config=True).get(name)}
     execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", "on_notebook_start": count_sandboxed_kernel,
                                 **settings}, config=Config({"KernelLimits": limits}))
-    nb, _ = execute.preprocess(nb, {"metadata": {"path": str(REPO)}})
+    nb, _ = execute.preprocess(nb, {"metadata": {"path": str(ROOT)}})
     return nb
 
 
@@ -41,7 +41,7 @@ def text(cell) -> str:
 
 
 def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone():
-    probe = f"import os, socket\nprint(os.path.exists({str(REPO / 'grader')!r}), os.getuid(), os.getpid() < 10)\n"
+    probe = f"import os, socket\nprint(os.path.exists({str(ROOT / 'grader')!r}), os.getuid(), os.getpid() < 10)\n"
     probe += "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\nexcept OSError:\n    print('no network')"
     nb = run(
         probe,

@@ -30,7 +30,7 @@ import nbformat
 import psutil
 import pytest
 
-from grader.course import REPO, nbgrader_config
+from grader.course import ROOT, nbgrader_config
 from grader.grading.autograde import main as autograde
 from grader.pipeline.feedback_summary import NOTEBOOK, SLOT, FeedbackSummary, filled
 from grader.sandbox import cgroup
@@ -203,7 +203,7 @@ def hostile(request, tmp_path_factory) -> Hostile:
     (home / "secret.txt").write_text(planted["home"])
     tmp_canary = Path(f"/tmp/hostile-canary-{token}.txt")
     tmp_canary.write_text(planted["tmp"])
-    values = {"token": token, "course": str(course.root), "state": str(state), "home": str(home), "repo": str(REPO),
+    values = {"token": token, "course": str(course.root), "state": str(state), "home": str(home), "repo": str(ROOT),
               "tmp_canary": str(tmp_canary), "honest_secret": planted["honest"], "listener": "http://127.0.0.1:9"}
     cases = hostile_cases(values)
     if not request.param:
@@ -212,8 +212,8 @@ def hostile(request, tmp_path_factory) -> Hostile:
     release = course.release(LESSON)
     archive = root / "download.zip"
     write_download(archive, LESSON, release, cases, ATTEMPT)
-    guarded = [course.root / "nbgrader_config.py", REPO / "nbgrader_config.py", REPO / "grader" / "nbgrader_config.py",
-               REPO / "grader" / "pipeline" / "__init__.py"]
+    guarded = [course.root / "nbgrader_config.py", ROOT / "nbgrader_config.py", ROOT / "grader" / "nbgrader_config.py",
+               ROOT / "grader" / "pipeline" / "__init__.py"]
     before = {str(path): digest(path) for path in guarded}
     # TMPDIR under a private (0700) folder, as job schedulers set it: every kernel died there before the run
     # folder moved into the sandbox (issue 39; tests/integration/test_environments.py has the other places).
@@ -323,7 +323,7 @@ def test_nothing_outside_the_sandbox_was_written(hostile):
     layout = hostile.course.layout
     after = {path: digest(Path(path)) for path in hostile.before}
     assert after == hostile.before, "configuration or course code changed"
-    marks = [p for p in (*REPO.rglob(f"PWNED-{hostile.token}*"), *Path("/tmp").glob(f"PWNED-{hostile.token}*"),
+    marks = [p for p in (*ROOT.rglob(f"PWNED-{hostile.token}*"), *Path("/tmp").glob(f"PWNED-{hostile.token}*"),
                          *Path("/dev/shm").glob(f"PWNED-{hostile.token}*"), *hostile.home.rglob("*pwn*"))]
     assert not marks, marks
     csv_text = layout.grades_csv(LESSON).read_text()
@@ -345,7 +345,7 @@ def test_no_process_of_any_submission_is_left(hostile):
         cmdline = " ".join(process.info["cmdline"] or [])
         if process.info["pid"] in live:
             continue
-        ours = sys.prefix in cmdline or str(REPO) in cmdline  # other checkouts on this machine grade too
+        ours = sys.prefix in cmdline or str(ROOT) in cmdline  # other checkouts on this machine grade too
         if hostile.token in cmdline or (ours and ("grader-kernel-" in cmdline or "grader-runs-" in cmdline)):
             left.append((process.info["pid"], cmdline[:200]))
     assert not left, left

@@ -30,7 +30,7 @@ import nbformat
 import psutil
 import pytest
 
-from grader.course import REPO
+from grader.course import ROOT
 from grader.sandbox.bwrap import SETPRIV, python_dirs
 from tests.ordinary_user import as_ordinary_user, unused_uid, user_env
 from tests.support import (
@@ -89,7 +89,7 @@ def batch():
     try:
         home = root / "home"
         home.mkdir()
-        wrapper = as_ordinary_user(uid, [*python_dirs(), sys.prefix, str(REPO)])
+        wrapper = as_ordinary_user(uid, [*python_dirs(), sys.prefix, str(ROOT)])
         probe = subprocess.run([*wrapper, sys.executable, "-c", "from grader.sandbox.bwrap import probe; probe()"],
                                capture_output=True, text=True, env=user_env(home, uid), cwd=root, timeout=120)
         if probe.returncode != 0:
@@ -105,7 +105,7 @@ def grade(root: Path, home: Path, uid: int, wrapper: list[str]) -> dict:
     state = course.layout.term
     state.mkdir(parents=True, exist_ok=True)
     (state / "canary.txt").write_text(f"SECRET-state-{token}")
-    values = {"token": token, "course": str(course.root), "state": str(state), "home": str(home), "repo": str(REPO),
+    values = {"token": token, "course": str(course.root), "state": str(state), "home": str(home), "repo": str(ROOT),
               "tmp_canary": "/nonexistent", "honest_secret": "", "listener": "http://127.0.0.1:9"}
     cases = {name: spec for name, spec in hostile_cases(values).items() if name in ("honest_reference", *ATTACKS)}
     assert len(cases) == len(ATTACKS) + 1, set(ATTACKS) - set(cases)

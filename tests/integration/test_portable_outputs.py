@@ -20,7 +20,7 @@ import pytest
 from nbclient import NotebookClient
 from nbval.plugin import coalesce_streams, get_sanitize_patterns
 
-from grader.course import REPO, reference_notebook
+from grader.course import ROOT, reference_notebook
 
 pytestmark = pytest.mark.same_verdicts  # the same outputs on other CPU code paths
 
@@ -36,7 +36,7 @@ def other_code_paths() -> dict[str, str]:
     return {"NPY_DISABLE_CPU_FEATURES": " ".join(found), "OPENBLAS_CORETYPE": "Sandybridge"}
 
 
-SANITISE = get_sanitize_patterns((REPO / "tests" / "nbval-sanitize.cfg").read_text())  # as nbval reads it
+SANITISE = get_sanitize_patterns((ROOT / "tests" / "nbval-sanitize.cfg").read_text())  # as nbval reads it
 
 
 def printed(cell: nbformat.NotebookNode) -> str:

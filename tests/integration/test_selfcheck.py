@@ -19,7 +19,7 @@ import pytest
 
 from grader import cell_roles
 from grader.__main__ import main as cli
-from grader.course import REPO, student_notebook
+from grader.course import ROOT, student_notebook
 from grader.student import check as selfcheck
 from tests.support import FIXTURES, Variant, build, variants
 
@@ -89,7 +89,7 @@ def test_self_check_reports_each_exercise_as_the_fixture_says(lesson_id, name, s
 def test_make_check_runs_the_self_check_on_the_lessons_folder():
     # `-o` keeps make from reinstalling .venv if requirements.txt is newer than its stamp.
     command = ["make", "--no-print-directory", "-o", ".venv/.installed", "check", "LESSON=03-parallel-heads"]
-    done = subprocess.run(command, cwd=REPO, text=True, capture_output=True, timeout=600)
+    done = subprocess.run(command, cwd=ROOT, text=True, capture_output=True, timeout=600)
     # Failed exercises are a result, not an error: make reports no failure (exit status 0, no "Error" line).
     assert done.returncode == 0 and "Error" not in done.stderr, f"{done.stdout}{done.stderr}"
     assert "lessons/03-parallel-heads/03-parallel-heads.ipynb" in done.stdout

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from grader import cell_roles
-from grader.course import REPO, student_notebook
+from grader.course import ROOT, student_notebook
 from grader.student import check as selfcheck
 from grader.student import submit
 from grader.student.submission_names import SUBMISSION_REGEXP
@@ -56,7 +56,7 @@ def test_make_submit_warns_about_a_failing_self_check_but_still_writes_the_file(
     # reinstalling .venv when requirements.txt is newer than its stamp.
     done = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "submit", f"LESSON={LESSON}",
                            "NAME=Zoë O'Brien", f"SUBMISSIONS={tmp_path}"],
-                          cwd=REPO, text=True, capture_output=True, timeout=600)
+                          cwd=ROOT, text=True, capture_output=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     [path] = list(tmp_path.iterdir())
     match = re.fullmatch(SUBMISSION_REGEXP, path.name)
@@ -69,5 +69,5 @@ def test_make_submit_warns_about_a_failing_self_check_but_still_writes_the_file(
 
 def test_make_submit_without_a_name_says_how_to_give_one():
     done = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "submit", f"LESSON={LESSON}"],
-                          cwd=REPO, text=True, capture_output=True, timeout=120)
+                          cwd=ROOT, text=True, capture_output=True, timeout=120)
     assert done.returncode != 0 and "NAME=ada_lovelace" in done.stderr, done.stdout + done.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.course import REPO, SOLUTIONS
+from grader.course import ROOT, SOLUTIONS
 
 # The folder of tests/ a test is in -> its tier's marker.
 TIERS = {"unit": "unit", "policy": "unit", "integration": "kernel", "e2e": "browser"}
@@ -40,8 +40,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SOLUTIONS in item.path.parents:
             item.add_marker(pytest.mark.kernel)
-        elif (REPO / "tests") in item.path.parents:
-            tier = item.path.relative_to(REPO / "tests").parts[0]
+        elif (ROOT / "tests") in item.path.parents:
+            tier = item.path.relative_to(ROOT / "tests").parts[0]
             if tier in TIERS:
                 item.add_marker(getattr(pytest.mark, TIERS[tier]))
         if any(item.get_closest_marker(name) for name in EXHAUSTIVE):

@@ -5,21 +5,21 @@ from __future__ import annotations
 import ast
 
 from grader.authoring import config_reference
-from grader.course import REPO
+from grader.course import ROOT
 
 
 def test_the_committed_reference_is_the_generated_one_and_names_no_folder_of_this_checkout():
     generated = config_reference.reference()
     assert config_reference.OUTPUT.read_text() == generated, (
         "docs/configuration.md is stale: run `.venv/bin/python -m grader.authoring.config_reference`")
-    assert str(REPO) not in generated
+    assert str(ROOT) not in generated
 
 
 def classes_with_options() -> set[str]:
     """module.Class of every class of grader/ whose body declares an option (`.tag(config=True)`)."""
     found = set()
-    for path in sorted((REPO / "grader").rglob("*.py")):
-        module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+    for path in sorted((ROOT / "grader").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and any(
                     isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "tag"

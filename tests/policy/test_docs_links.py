@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+ROOT = Path(__file__).resolve().parents[2]  # the course root, found without importing the grader
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 # A file of the repository named in prose, by its path from the root; one with a placeholder
@@ -50,7 +50,7 @@ def broken_links(path: Path) -> list[str]:
     return broken
 
 
-def missing_paths(path: Path, root: Path = REPO) -> list[str]:
+def missing_paths(path: Path, root: Path = ROOT) -> list[str]:
     """The repository paths a Markdown file names that no file has, state that git ignores (written
     while grading) aside."""
     named = sorted(set(NAMED.findall(path.read_text())))
@@ -63,8 +63,8 @@ def missing_paths(path: Path, root: Path = REPO) -> list[str]:
 
 
 def test_every_file_named_in_the_docs_and_the_grader_exists():
-    named_in = [*DOCUMENTS, *sorted((REPO / "grader").rglob("*.py"))]  # the grader's docstrings and comments
-    missing = {str(path.relative_to(REPO)): found for path in named_in if (found := missing_paths(path))}
+    named_in = [*DOCUMENTS, *sorted((ROOT / "grader").rglob("*.py"))]  # the grader's docstrings and comments
+    missing = {str(path.relative_to(ROOT)): found for path in named_in if (found := missing_paths(path))}
     assert not missing, f"files named that do not exist: {missing}"
 
 
@@ -80,13 +80,13 @@ def test_a_named_file_that_does_not_exist_is_found(tmp_path):
     assert missing_paths(page, tmp_path) == ["grader/client.py", "tests/submissions.py"]
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_link_leads_somewhere(document):
     assert not broken_links(document), broken_links(document)
 
 
 def test_every_document_in_docs_is_linked_from_the_readme():
-    linked = {(REPO / target.partition("#")[0]).resolve() for target in LINK.findall((REPO / "README.md").read_text())}
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in LINK.findall((ROOT / "README.md").read_text())}
     assert not [path.name for path in DOCUMENTS[1:] if path.resolve() not in linked]
 
 

@@ -12,7 +12,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REPO = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # the course root, found without importing the grader
 EXTRAS = ("torch", "browser", "scale", "hub")
 DECLARED = ["requirements.in", *(f"requirements-{extra}.in" for extra in EXTRAS)]
 LOCKS = ["requirements.txt", *(f"requirements-{extra}.txt" for extra in EXTRAS)]
@@ -20,7 +20,7 @@ LOCKS = ["requirements.txt", *(f"requirements-{extra}.txt" for extra in EXTRAS)]
 
 def requirement_lines(name: str) -> list[str]:
     """The requirement lines of a requirements file, comments and pip options (-c, -r) left out."""
-    lines = (line.split("#")[0].strip() for line in (REPO / name).read_text().splitlines())
+    lines = (line.split("#")[0].strip() for line in (ROOT / name).read_text().splitlines())
     return [line for line in lines if line and not line.startswith("-")]
 
 
@@ -40,7 +40,7 @@ def locked(name: str) -> dict[str, str]:
 
 
 def test_environment_yml_installs_the_lock():
-    text = (REPO / "environment.yml").read_text()
+    text = (ROOT / "environment.yml").read_text()
     assert re.search(r"^\s*-\s*python=3\.11\s*$", text, re.M), "environment.yml must pin python=3.11"
     pip_entries = re.findall(r"^\s{6}-\s*(.+?)\s*$", text, re.M)
     assert pip_entries == ["-r requirements.txt"], (
@@ -106,7 +106,7 @@ def deptry(project: Path, scratch: Path) -> tuple[int, str]:
     """deptry over `project`, configured by pyproject.toml's [tool.deptry] table given alone: deptry reads
     a pyproject's [project] table before any requirements file (osprey-oss/deptry#911). Its exit status,
     and its report (on stderr)."""
-    table = re.search(r"^\[tool\.deptry\]\n.*?(?=^\[(?!tool\.deptry)|\Z)", (REPO / "pyproject.toml").read_text(),
+    table = re.search(r"^\[tool\.deptry\]\n.*?(?=^\[(?!tool\.deptry)|\Z)", (ROOT / "pyproject.toml").read_text(),
                       re.S | re.M)[0]
     config = scratch / "deptry.toml"
     config.write_text(table)
@@ -117,12 +117,12 @@ def deptry(project: Path, scratch: Path) -> tuple[int, str]:
 
 def test_every_import_is_declared_and_every_declared_package_used(tmp_path):
     """An import whose package is not declared works today only because something else pulls it in."""
-    status, report = deptry(REPO, tmp_path)
+    status, report = deptry(ROOT, tmp_path)
     assert status == 0, f"declare these packages in requirements*.in (or drop them):\n{report}"
 
 
 def test_deptry_reads_every_declaration():
-    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["deptry"]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["deptry"]
     assert config["requirements_files"] == DECLARED, "pyproject.toml's [tool.deptry] must read every requirements*.in"
 
 
@@ -131,7 +131,7 @@ def test_deptry_finds_an_undeclared_import(tmp_path):
     project = tmp_path / "project"
     (project / "grader").mkdir(parents=True)
     for name in DECLARED:
-        (project / name).write_text((REPO / name).read_text())
+        (project / name).write_text((ROOT / name).read_text())
     (project / "grader" / "probe.py").write_text("import requests\n")
     status, report = deptry(project, tmp_path)
     assert status == 1 and "grader/probe.py:1:8: DEP003 'requests'" in report, report
@@ -152,8 +152,8 @@ def test_importing_nbformat_builds_no_iri_parsers():
 
 
 def test_every_place_that_checks_the_python_version_agrees_with_pyproject():
-    need = re.search(r'requires-python = ">=(\d+\.\d+)"', (REPO / "pyproject.toml").read_text())[1]
-    assert "requires-python" in (REPO / "Makefile").read_text()  # the course's Makefile reads it from there
-    shipped = (REPO / "grader" / "authoring" / "dist_template" / "Makefile").read_text()  # no pyproject.toml there
+    need = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text())[1]
+    assert "requires-python" in (ROOT / "Makefile").read_text()  # the course's Makefile reads it from there
+    shipped = (ROOT / "grader" / "authoring" / "dist_template" / "Makefile").read_text()  # no pyproject.toml there
     assert re.search(r"sys.version_info\[:2\] < \((\d+), (\d+)\)", shipped).groups() == tuple(need.split("."))
-    assert f"python={need}" in (REPO / "environment.yml").read_text()
+    assert f"python={need}" in (ROOT / "environment.yml").read_text()

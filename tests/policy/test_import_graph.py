@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from grader.course import REPO
+from grader.course import ROOT
 
-PACKAGE = REPO / "grader"
+PACKAGE = ROOT / "grader"
 
 
 def module_name(path: Path, repo: Path) -> str:

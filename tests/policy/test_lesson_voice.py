@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import REPO, lesson_ids, reference_notebook, student_notebook
+from grader.course import ROOT, lesson_ids, reference_notebook, student_notebook
 from grader.trusted import HIDDEN_BLOCK
 
 _APOSTROPHE = "['\u2019]"
@@ -120,7 +120,7 @@ def assert_course_voice(released: Path, reference: Path) -> None:
     problems = []
     for path, code in ((released, True), (reference, False)):
         assert path.is_file(), f"{path} is missing"
-        where = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
+        where = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
         problems += voice_problems(_load(path), where, code=code)
     assert not problems, ("the lesson mentions documents the student does not have, or the course's tooling; "
                           "say it in the course's own voice:\n" + "\n".join(problems))

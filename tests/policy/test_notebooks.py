@@ -10,13 +10,13 @@ import nbformat
 import pytest
 
 from grader import cell_roles
-from grader.course import LESSONS, REPO, SOLUTIONS, reference_notebook, source_text
+from grader.course import LESSONS, ROOT, SOLUTIONS, reference_notebook, source_text
 
 ALL_NOTEBOOKS = sorted(p for folder in (SOLUTIONS, LESSONS) for p in folder.rglob("*.ipynb")
                        if ".ipynb_checkpoints" not in p.parts)
 
 
-@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_kernelspec_is_python3(path: Path):
     kernelspec = json.loads(path.read_text())["metadata"].get("kernelspec", {})
     assert kernelspec.get("name") == "python3", f"{path}: kernelspec {kernelspec.get('name')!r}, expected 'python3'"

@@ -8,7 +8,7 @@ import re
 import nbformat
 
 from grader.authoring.release_in_memory import build_release
-from grader.course import LESSONS, REPO, student_notebook
+from grader.course import LESSONS, ROOT, student_notebook
 from grader.pipeline.strip_nbval_markers import NBVAL_MARKER, StripNbvalMarkers
 from tests.support import may_show, secret_lines
 
@@ -26,9 +26,9 @@ def test_no_solution_or_hidden_test_text_anywhere_in_lessons(lesson):
     for path in sorted(p for p in LESSONS.rglob("*") if p.is_file()):
         text = path.read_text(errors="replace")
         if MARKERS.search(text):
-            leaks.append(f"{path.relative_to(REPO)}: an nbgrader marker")
+            leaks.append(f"{path.relative_to(ROOT)}: an nbgrader marker")
         if not may_show(str(path.relative_to(LESSONS)), lesson):
-            leaks += [f"{path.relative_to(REPO)}: {line!r}" for line in secrets if line in text]
+            leaks += [f"{path.relative_to(ROOT)}: {line!r}" for line in secrets if line in text]
     assert not leaks, "solution or hidden-test text reached lessons/:\n" + "\n".join(leaks[:20])
 
 

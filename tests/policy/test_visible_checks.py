@@ -602,9 +602,9 @@ OLD_COMMIT = "d107168"  # the notebooks and hidden checks as issue 40 found them
 def _git_show(path: str, commit: str = OLD_COMMIT) -> str | None:
     import subprocess
 
-    from grader.course import REPO
+    from grader.course import ROOT
 
-    shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=REPO, capture_output=True, text=True)
+    shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True)
     return shown.stdout if shown.returncode == 0 else None
 
 

@@ -9,10 +9,10 @@ import pytest
 from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheckCellMetadata
 
 from grader import cell_roles
-from grader.course import REPO
+from grader.course import ROOT
 from grader.pipeline.check_cell_metadata import CheckCellMetadata
 
-RELEASE = nbformat.read(REPO / "lessons/03-parallel-heads/03-parallel-heads.ipynb", as_version=4)
+RELEASE = nbformat.read(ROOT / "lessons/03-parallel-heads/03-parallel-heads.ipynb", as_version=4)
 
 
 def _graded_cell(nb):

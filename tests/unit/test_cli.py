@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from grader.__main__ import COMMANDS, build_parser
-from grader.course import REPO
+from grader.course import ROOT
 
 PROBE = """
 import contextlib, json, sys
@@ -23,7 +23,7 @@ print(json.dumps(sorted(sys.modules)))
 
 def imported_by(command: str) -> set[str]:
     """The modules a fresh interpreter has imported after `python -m grader <command> --help`."""
-    done = subprocess.run([sys.executable, "-c", PROBE.format(command=command)], cwd=REPO, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", PROBE.format(command=command)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return set(json.loads(done.stdout.splitlines()[-1]))

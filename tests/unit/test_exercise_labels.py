@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 
 from grader import cell_roles
-from grader.course import REPO, nbgrader_config, reference_notebook, student_notebook
+from grader.course import ROOT, nbgrader_config, reference_notebook, student_notebook
 from grader.pipeline.exercise_labels import RESOURCE, ExerciseLabels
 from tests.support import feedback_page
 
@@ -56,7 +56,7 @@ def course_without_a_release(root: Path, source: Path) -> Path:
     root.mkdir()
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
-        f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
+        f"load_subconfig({str(ROOT / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.root = {str(root)!r}\n"
         f"c.CourseDirectory.source_directory = {str(source)!r}\n")
     return root

@@ -42,14 +42,14 @@ def test_anything_else_is_refused_naming_it(gradebook, statement, found):
 def test_a_gradebook_other_than_sqlite_without_a_course_id_is_refused_before_it_is_opened(tmp_path):
     """nbgrader's empty default course id breaks PostgreSQL's foreign keys deep inside a release:
     releasing and grading refuse it first, saying what to set. Nothing is connected to."""
-    from grader.course import REPO, nbgrader_config
+    from grader.course import ROOT, nbgrader_config
     from grader.gradebook import nbgrader_api
     from grader.grading.autograde import main as autograde
 
     nowhere = f"postgresql+psycopg://nobody@/gradebook?host={tmp_path / 'no-server'}"
     (tmp_path / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
-        f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
+        f"load_subconfig({str(ROOT / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.db_url = {nowhere!r}\n")
     with pytest.raises(GradebookRefused,
                        match=r"a postgresql\+psycopg gradebook needs a course id: set c.CourseDirectory"):

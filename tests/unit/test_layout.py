@@ -16,7 +16,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from grader import __main__ as cli
 from grader.authoring import dist
-from grader.course import LESSONS, REPO, nbgrader_config
+from grader.course import LESSONS, ROOT, nbgrader_config
 from grader.errors import OldGradingData
 from grader.layout import GRADING_DATA, OLD_PLACES, OLD_STATE, Layout, move_old_data, old_data
 
@@ -34,22 +34,22 @@ def test_everything_grading_writes_is_at_the_course_root_in_a_folder_named_for_i
     config = nbgrader_config()
     layout = Layout.of(config)
     written = written_paths(layout, CourseDirectory(config=config).db_url)
-    assert layout.root == REPO
-    assert all(path.relative_to(REPO).parts[0] in GRADING_DATA for path in written), written
-    assert not any(path.is_relative_to(REPO / "grader") or path.is_relative_to(LESSONS) for path in written), written
+    assert layout.root == ROOT
+    assert all(path.relative_to(ROOT).parts[0] in GRADING_DATA for path in written), written
+    assert not any(path.is_relative_to(ROOT / "grader") or path.is_relative_to(LESSONS) for path in written), written
     # nbgrader's own four where nbgrader keeps them by default
-    assert [p.relative_to(REPO).as_posix() for p in (layout.submitted, layout.autograded, layout.feedback)] == \
+    assert [p.relative_to(ROOT).as_posix() for p in (layout.submitted, layout.autograded, layout.feedback)] == \
         [CourseDirectory().submitted_directory, CourseDirectory().autograded_directory,
          CourseDirectory().feedback_directory]
-    assert written[-1] == REPO / "gradebook.db"
+    assert written[-1] == ROOT / "gradebook.db"
 
 
 def test_git_ignores_all_grading_data_and_make_clean_removes_it():
     names = [f"{name}/x" if "." not in name else name for name in GRADING_DATA] + ["gradebook.db-journal"]
-    ignored = subprocess.run(["git", "check-ignore", "--no-index", *names], cwd=REPO, capture_output=True,
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *names], cwd=ROOT, capture_output=True,
                              text=True).stdout.split()
     assert ignored == names
-    clean = next(line for line in (REPO / "Makefile").read_text().splitlines() if "rm -rf gradebook.db" in line)
+    clean = next(line for line in (ROOT / "Makefile").read_text().splitlines() if "rm -rf gradebook.db" in line)
     assert set(GRADING_DATA) <= set(clean.split()), clean
 
 
@@ -64,7 +64,7 @@ def old_course(root: Path, entries: dict[str, str]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa\n"
-        f"load_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
+        f"load_subconfig({str(ROOT / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.root = {str(root)!r}\n"
         f"c.CourseDirectory.db_url = {f'sqlite:///{root}/gradebook.db'!r}\n")
     for name, text in entries.items():

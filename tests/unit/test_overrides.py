@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from grader.course import REPO
+from grader.course import ROOT
 from grader.errors import UsageError
 from grader.grading.policy import overrides
 
@@ -19,8 +19,8 @@ NOW = datetime(2026, 12, 4, 12, tzinfo=UTC)
 def course_dir(tmp_path):
     root = tmp_path / "c"
     (root / "lessons").mkdir(parents=True)
-    shutil.copytree(REPO / "lessons" / LESSON, root / "lessons" / LESSON)
-    base = REPO / "nbgrader_config.py"
+    shutil.copytree(ROOT / "lessons" / LESSON, root / "lessons" / LESSON)
+    base = ROOT / "nbgrader_config.py"
     (root / "nbgrader_config.py").write_text(f"c = get_config()  # noqa\nload_subconfig({str(base)!r})  # noqa\n"
                                              f"c.CourseDirectory.root = {str(root)!r}\n")
     (root / "submitted" / "ada" / LESSON).mkdir(parents=True)  # ada's submission was collected

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from grader.course import REPO
+from grader.course import ROOT
 from grader.grading.outputs import similarity
 from grader.page_policy import CSP, META
 from grader.pipeline.safe_feedback_page import harden
@@ -29,7 +29,7 @@ def test_the_instructors_pages_take_their_policy_from_the_one_home(tmp_path):
 
 
 def test_no_other_module_or_template_writes_a_policy_of_its_own():
-    found = [path.relative_to(REPO).as_posix() for path in (REPO / "grader").rglob("*")
+    found = [path.relative_to(ROOT).as_posix() for path in (ROOT / "grader").rglob("*")
              if path.is_file() and path.suffix in {".py", ".j2", ".tpl", ".html"}
              and "Content-Security-Policy\" content=" in path.read_text(encoding="utf-8")]
     assert found == ["grader/page_policy.py"]

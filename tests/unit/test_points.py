@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from grader.course import REPO
+from grader.course import ROOT
 from grader.grading.running.jobs import Result
 from grader.points import number, total
 
@@ -31,8 +31,8 @@ def test_a_total_needs_a_graded_submission_with_every_exercise_scored():
 def test_the_terminal_the_csv_and_the_feedback_page_share_one_number_format():
     """No module of the grader defines a points format or a total of its own."""
     defined = []
-    for path in (REPO / "grader").rglob("*.py"):
+    for path in (ROOT / "grader").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef) and node.name == "number":
-                defined.append(path.relative_to(REPO).as_posix())
+                defined.append(path.relative_to(ROOT).as_posix())
     assert defined == ["grader/points.py"]

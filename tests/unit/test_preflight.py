@@ -7,7 +7,7 @@ from unittest import mock
 import pytest
 from traitlets.config import Config
 
-from grader.course import REPO, nbgrader_config
+from grader.course import ROOT, nbgrader_config
 from grader.errors import BrokenSpec, KernelsCannotStart
 from grader.grading import autograde
 from grader.grading.running import preflight
@@ -30,7 +30,7 @@ def broken_spec(tmp_path, monkeypatch):
 def test_a_broken_spec_refuses_the_batch_before_any_kernel_starts(broken_spec):
     with mock.patch.object(autograde, "supervise") as supervise, \
             mock.patch.object(preflight, "rehearse") as rehearse, pytest.raises(BrokenSpec) as refused:
-        autograde.main(lesson=LESSON, course=REPO)
+        autograde.main(lesson=LESSON, course=ROOT)
     message = str(refused.value)
     assert "ZeroDivisionError: division by zero" in message and f"solutions/{LESSON}.checks.py" in message
     assert "Traceback" in message and "No submission was graded" in message
@@ -39,12 +39,12 @@ def test_a_broken_spec_refuses_the_batch_before_any_kernel_starts(broken_spec):
 
 
 def test_the_specs_of_the_course_prepare_their_checks():
-    preflight.check_spec(LESSON, nbgrader_config(REPO))
+    preflight.check_spec(LESSON, nbgrader_config(ROOT))
 
 
 def test_a_kernel_start_that_would_fail_every_submission_is_found_once_with_what_it_said():
-    preflight.check_kernel(nbgrader_config(REPO))  # this machine: a kernel starts
-    config = nbgrader_config(REPO)
+    preflight.check_kernel(nbgrader_config(ROOT))  # this machine: a kernel starts
+    config = nbgrader_config(ROOT)
     config.merge(Config({"GuardedExecute": {"kernel_env": {"PYTHONHOME": "/nonexistent"}}}))
     with pytest.raises(KernelsCannotStart) as refused:
         preflight.check_kernel(config)
@@ -55,4 +55,4 @@ def test_a_kernel_start_that_would_fail_every_submission_is_found_once_with_what
 def test_where_bubblewrap_cannot_start_the_rehearsal_says_so(monkeypatch):
     monkeypatch.setattr(bwrap, "bwrap_executable", lambda: "/nonexistent/bwrap")
     with pytest.raises(KernelsCannotStart, match="bubblewrap did not start"):
-        preflight.check_kernel(nbgrader_config(REPO))
+        preflight.check_kernel(nbgrader_config(ROOT))

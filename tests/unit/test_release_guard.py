@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from grader.authoring import release, release_guard
-from grader.course import REPO, student_notebook
+from grader.course import ROOT, student_notebook
 from grader.errors import NotReleased
 
 LESSON = "03-parallel-heads"
@@ -27,13 +27,13 @@ def test_a_notebook_is_work_unless_it_is_the_release_it_would_replace(tmp_path):
 
 
 def test_the_committed_release_in_a_clone_may_be_replaced():
-    assert not release_guard.is_work(student_notebook(LESSON), REPO / "no-such-term" / "releases.json")
+    assert not release_guard.is_work(student_notebook(LESSON), ROOT / "no-such-term" / "releases.json")
 
 
 def course(root):
     root.mkdir()
     (root / "nbgrader_config.py").write_text(
-        f"c = get_config()  # noqa\nload_subconfig({str(REPO / 'nbgrader_config.py')!r})  # noqa\n"
+        f"c = get_config()  # noqa\nload_subconfig({str(ROOT / 'nbgrader_config.py')!r})  # noqa\n"
         f"c.CourseDirectory.root = {str(root)!r}\n")
     return root
 

@@ -8,7 +8,7 @@ import os
 import time
 
 import grader.grading.running.supervisor as supervisor
-from grader.course import REPO
+from grader.course import ROOT
 from grader.grading.running.jobs import Job, Result
 
 
@@ -24,7 +24,7 @@ def fake_grade(job: Job) -> Result:
 
 def test_a_dying_or_hanging_job_fails_alone_and_the_others_are_graded(monkeypatch):
     monkeypatch.setattr(supervisor, "grade", fake_grade)
-    jobs = [Job(str(REPO), "03-parallel-heads", student) for student in ("ada", "dies", "hangs", "grace", "raises")]
+    jobs = [Job(str(ROOT), "03-parallel-heads", student) for student in ("ada", "dies", "hangs", "grace", "raises")]
     done = []
     started = time.monotonic()
     results = supervisor.supervise(jobs, workers=2, job_timeout=2, done=done.append)
@@ -45,7 +45,7 @@ def test_jobs_start_with_the_supervisors_objects_frozen(monkeypatch):
         return Result(job.student, "graded", scores={"frozen": float(gc.get_freeze_count())})
 
     monkeypatch.setattr(supervisor, "grade", report_state)
-    jobs = [Job(str(REPO), "03-parallel-heads", "ada")]
+    jobs = [Job(str(ROOT), "03-parallel-heads", "ada")]
     [result] = supervisor.supervise(jobs, workers=1, job_timeout=60)
     # Garbage collections in the job leave the supervisor's objects (and their pages) alone.
     assert result.scores["frozen"] > 10_000  # nbgrader's modules, at least
@@ -58,7 +58,7 @@ def test_a_process_grades_its_share_of_jobs_then_a_fresh_one_takes_over(monkeypa
 
     monkeypatch.setattr(supervisor, "grade", report_pid)
     students = ["ada", "grace", "alan", "barbara", "edsger"]
-    jobs = [Job(str(REPO), "03-parallel-heads", student) for student in students]
+    jobs = [Job(str(ROOT), "03-parallel-heads", student) for student in students]
     results = supervisor.supervise(jobs, workers=1, job_timeout=60,
                                    settings=supervisor.GradingProcesses(jobs_per_process=2))
     pids = [r.scores["pid"] for r in results]

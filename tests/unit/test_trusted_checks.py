@@ -20,7 +20,7 @@ import pytest
 from nbgrader import utils
 
 from grader import cell_roles
-from grader.course import REPO, lesson_ids, reference_notebook
+from grader.course import ROOT, lesson_ids, reference_notebook
 from grader.pipeline.inject_trusted_checks import InjectTrustedChecks
 from grader.pipeline.verify_trusted_checks import VerifyTrustedChecks
 from grader.trusted import HIDDEN_BLOCK, Check, SpecError, load_spec, spec_lessons, wire
@@ -355,7 +355,7 @@ def test_no_hidden_block_without_a_trusted_spec(lesson):
 
 
 def test_lesson_style_shows_the_hidden_block_verbatim():
-    assert HIDDEN_BLOCK in (REPO / "docs" / "lesson-style.md").read_text(), "docs/lesson-style.md shows an old block"
+    assert HIDDEN_BLOCK in (ROOT / "docs" / "lesson-style.md").read_text(), "docs/lesson-style.md shows an old block"
 
 
 def test_every_lesson_has_a_trusted_spec(lesson):

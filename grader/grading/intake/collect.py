@@ -47,6 +47,7 @@ from grader.errors import BadDownload
 from grader.grading.intake import lms
 from grader.grading.intake.ids import ID_RULE, in_future, normalised_id, parse_time
 from grader.grading.intake.people import People
+from grader.layout import TIMESTAMP
 from grader.safe_text import for_terminal
 
 # Bounds on what a download may hold, against hostile input; constants, not settings: an honest
@@ -54,7 +55,6 @@ from grader.safe_text import for_terminal
 MAX_ENTRY = 64 * 1024**2  # bytes of one downloaded notebook
 MAX_RATIO = 200  # how many times its compressed size a zip entry may expand to
 RECORD = "collected.json"
-STAMP = "timestamp.txt"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
 
 
@@ -133,9 +133,9 @@ def collect(lesson: str, submitted: Path, attempts: Path, source: Path | None = 
 def read_submission(folder: Path, student: str) -> Submission:
     """The facts of the submission in `folder` (its time from nbgrader's timestamp.txt)."""
     time = None
-    if (folder / STAMP).is_file():
+    if (folder / TIMESTAMP).is_file():
         try:
-            time = parse_time((folder / STAMP).read_text(errors="replace"))
+            time = parse_time((folder / TIMESTAMP).read_text(errors="replace"))
         except (ValueError, OverflowError):
             time = None
     record = _record(folder)
@@ -208,7 +208,7 @@ def _derive(lesson: str, folder: Path, kept: Path, result: Collected, replace_ed
     latest = tries[-1]
     tied = [a for a in tries if a.time == latest.time]
     record = _record(folder)
-    notebook, stamp = folder / f"{lesson}.ipynb", folder / STAMP
+    notebook, stamp = folder / f"{lesson}.ipynb", folder / TIMESTAMP
     edited = bool(record) and notebook.is_file() and _sha(notebook.read_bytes()) != record.get("written")
     if len(tied) > 1:
         result.skipped += [Skipped(for_terminal(a.file), f"{len(tied)} files of {a.student} have the same time; "

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 
 from grader import cell_roles
-from grader.course import REPO, nbgrader_config, select_lessons
+from grader.course import ROOT, nbgrader_config, select_lessons
 from grader.errors import UsageError
 from grader.grading.intake.ids import normalised_id
 from grader.grading.intake.people import People
@@ -64,7 +64,7 @@ def save(path: Path, table: dict[str, dict[str, dict[str, Override]]]) -> None:
 
 
 def main(*, lesson: str, student: str = "", exercise: str = "", points: float | None = None, reason: str = "",
-         remove: bool = False, course: Path = REPO, now: datetime | None = None) -> str:
+         remove: bool = False, course: Path = ROOT, now: datetime | None = None) -> str:
     """Record, remove or (without a student) list overrides of `lesson`; return what to tell the instructor."""
     [lesson] = select_lessons([lesson])
     layout = Layout.of(nbgrader_config(course))
@@ -119,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("points", nargs="?", type=float, help="the points to give")
     parser.add_argument("--reason", default="", help="why (kept with the override)")
     parser.add_argument("--remove", action="store_true", help="take the override back")
-    parser.add_argument("--course", type=Path, default=REPO, help="folder whose nbgrader_config.py to use")
+    parser.add_argument("--course", type=Path, default=ROOT, help="folder whose nbgrader_config.py to use")
 
 
 def run(args: argparse.Namespace) -> None:

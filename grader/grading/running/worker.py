@@ -33,7 +33,7 @@ from grader.grading.running import triage
 from grader.grading.running.failure_detail import bounded, traceback_of
 from grader.grading.running.jobs import Job, Result
 from grader.grading.running.triage import Flag
-from grader.layout import Layout
+from grader.layout import TIMESTAMP, Layout
 from grader.pipeline.repair_cells import other_lessons, size_limits
 
 
@@ -56,7 +56,7 @@ class Paths:
         outputs = [self.autograded, self.feedback]
         if not all(path.is_file() for path in outputs):
             return False
-        inputs = [self.submitted, self.submitted.parent / "timestamp.txt"]
+        inputs = [self.submitted, self.submitted.parent / TIMESTAMP]
         changed = max(path.stat().st_mtime for path in inputs if path.is_file())
         return min(path.stat().st_mtime for path in outputs) >= changed
 
