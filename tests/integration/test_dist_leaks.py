@@ -120,7 +120,7 @@ def test_there_are_secrets_to_look_for():
 
 
 def test_a_fresh_distribution_holds_no_secret(distribution):
-    assert (distribution / "lessons").is_dir() and (distribution / dist.RELEASES).is_dir()
+    assert (distribution / "lessons").is_dir() and (distribution / dist.RELEASES_PATH).is_dir()
     found = leaks(distribution)
     assert not found, "the distribution reveals:\n" + "\n".join(found[:30])
 
@@ -143,7 +143,7 @@ def test_the_scan_finds_a_planted_secret(copy, plant):
     if plant == "solution line":
         _plant_in_notebook(copy / "lessons" / lesson / f"{lesson}.ipynb", _first_secret(lesson, ("SOLUTION",)))
     elif plant == "hidden-test line":
-        _plant_in_notebook(copy / dist.RELEASES / f"{lesson}.ipynb", _first_secret(lesson, ("HIDDEN TESTS",)))
+        _plant_in_notebook(copy / dist.RELEASES_PATH / f"{lesson}.ipynb", _first_secret(lesson, ("HIDDEN TESTS",)))
     elif plant == "spec line":
         (copy / "grader" / "student" / "notes.py").write_text(sorted(spec_lines())[0] + "\n")
     elif plant == "marker":
@@ -165,10 +165,10 @@ def test_the_scan_finds_a_planted_secret(copy, plant):
 
 
 def test_the_pristine_releases_are_the_lessons_as_released_read_only(distribution):
-    manifest = json.loads((distribution / dist.MANIFEST).read_text())
+    manifest = json.loads((distribution / dist.MANIFEST_PATH).read_text())
     assert sorted(manifest["releases"]) == lesson_ids()
     for lesson, digest in manifest["releases"].items():
-        pristine = distribution / dist.RELEASES / f"{lesson}.ipynb"
+        pristine = distribution / dist.RELEASES_PATH / f"{lesson}.ipynb"
         assert pristine.read_bytes() == (LESSONS / lesson / f"{lesson}.ipynb").read_bytes()
         assert (distribution / "lessons" / lesson / f"{lesson}.ipynb").read_bytes() == pristine.read_bytes()
         assert dist.sha256(pristine.read_bytes()) == digest
