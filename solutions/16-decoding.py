@@ -847,3 +847,424 @@ for name, settings in settings_grid.items():
     sampling_table[name] = (np.array(quality), np.array(diversity))
     print(f"{name:<22} {np.mean(quality):8.3f} [{min(quality):.3f}, {max(quality):.3f}]"
           f" {np.mean(diversity):12.2f} [{min(diversity):.2f}, {max(diversity):.2f}]")
+
+# %% [markdown]
+# *Table: for each setting, the share of valid samples and the number of different outputs among
+# a source's 10 samples, mean and range over five generators.*
+#
+# Greedy decoding is always valid and never varies: one output per source. Raising the
+# temperature buys diversity and pays in quality: at $\tau = 1$, the model's own distribution,
+# 0.954 of the samples are valid with 7.74 different outputs in 10; at $\tau = 2.5$ only 0.182
+# are valid, though 9.57 of 10 differ. The cuts take back part of the price at the same
+# temperature: top-$k$ 4 and top-$p$ 0.8 remove the tail of tokens that are never right
+# (quality 0.507 and 0.508) and keep most of the diversity (8.75 and 8.64). At $\tau = 0.5$ the
+# sharpened distribution is valid all the time and still varies (7.67): after `M`, the three
+# spellings have nearly equal logits, and no temperature separates equal logits. The five
+# generators agree to within a few hundredths on every measure: the differences between settings
+# are not noise.
+#
+# ## 3. Beam search
+#
+# Greedy decoding picks the best next token; what a translation wants is the best **sequence**,
+# $\arg\max_Y \log P(Y \mid X) = \arg\max_Y \sum_t \log p(y_t \mid y_{<t}, X)$, and on the
+# spelling task the two differ. Trying every sequence is out of reach ($V^T$ of them), so **beam
+# search** keeps the $k$ best prefixes (the **beam**, of width $k$) and extends only those:
+#
+# 1. Start with one hypothesis, the empty output (the decoder fed `BOS`), with log-probability 0.
+# 2. At each step, run the decoder once on all live hypotheses as a batch, and score every one of
+#    them extended by every token: $s(y_{\le t}) = s(y_{<t}) + \log p(y_t \mid y_{<t}, X)$.
+# 3. Keep the best of those candidates. A kept candidate that ends with `EOS` is **finished**: it
+#    leaves the beam and waits, with its score; the others are the next step's live hypotheses.
+# 4. Stop when every hypothesis has finished, or after $T_{\max}$ steps.
+#
+# Width 1 is greedy decoding. Finished hypotheses must be kept aside, not extended: an output
+# that has ended is a candidate answer, and a hypothesis extended after `EOS` is not an output
+# at all.
+#
+# **Length penalty.** Every token multiplies the probability by a number below 1, so summed
+# log-probabilities favour short outputs, and a beam that finds an early `EOS` can prefer
+# stopping to translating. Google's neural machine translation system (Wu et al., *Google's
+# Neural Machine Translation System: Bridging the Gap between Human and Machine Translation*,
+# 2016, arXiv:1609.08144, section 7) divides the log-probability of each finished output $Y$ by
+#
+# $$\text{lp}(Y) = \Big(\frac{5 + |Y|}{6}\Big)^{\alpha}, \qquad \text{score}(Y) = \frac{\log P(Y \mid X)}{\text{lp}(Y)},$$
+#
+# with $|Y|$ its length in tokens and $\alpha$ between 0 (no penalty) and about 1 (the paper
+# tuned $\alpha = 0.2$ with its coverage penalty; other systems use $\alpha = 0.6$ to 1). Since
+# $\log P < 0$, a larger divisor for a longer output raises its score. This lesson uses
+# $\text{lp}$ only to choose among the finished hypotheses; the beam itself is pruned by the
+# summed log-probability.
+#
+# ### Exercise 3: beam search with a length penalty (5 points)
+#
+# Write `beam_search(params, cross_kv, source_valid, beam_width, alpha=0.0, max_len=T_MAX)` for
+# one source:
+#
+# - `params`: the decoder's parameters (as `decoder_params` returns); `cross_kv`: the source's
+#   cross-attention keys and values, a pair of arrays `(1, h, S, hs)`, computed once by the caller;
+#   `source_valid`: bool `(1, S)`. The vocabulary size is `params["U"].shape[1]`, at least
+#   `beam_width`; `BOS`, `EOS` are the lesson's 1 and 2.
+# - Run the live hypotheses through the given `decoder_step` as one batch: row $r$ of the batch
+#   is hypothesis $r$, fed its last token (`BOS` at the first step), with its own self-attention
+#   cache, and the source's `cross_kv` and `source_valid` repeated once per row. Never
+#   recompute the source's keys and values.
+# - Log-probabilities: the log of the softmax of each row's logits.
+# - There are `beam_width` hypotheses in all. At each step, keep the best
+#   `beam_width - (finished so far)` candidates among (live hypothesis, token), by summed
+#   log-probability. A kept candidate whose token is `EOS` is finished, with its length $|Y|$
+#   (tokens written, the `EOS` included); the others are live, and each carries its parent's
+#   cache with the new row.
+# - Stop when no hypothesis is live, or after `max_len` steps: hypotheses still live then count
+#   as finished as they are (without `EOS`).
+# - Return `(tokens, log_prob, score)` of the finished hypothesis with the highest
+#   $\text{score} = \log P / ((5 + |Y|)/6)^{\alpha}$: `tokens` an int array `(|Y|,)` (without
+#   `BOS`), `log_prob` its summed log-probability, `score` as a float.
+#
+# Ties between equal scores do not occur with real-valued logits; you need not break them.
+
+# %%
+def sequence_log_prob(params, cross_kv, source_valid, tokens):
+    """log P(tokens | source) under the model, teacher-forced through decoder_step: tokens (T,) -> float."""
+    h, hs = cross_kv[0].shape[1], cross_kv[0].shape[3]
+    cache = (np.zeros((1, h, 0, hs)), np.zeros((1, h, 0, hs)))
+    fed, total = BOS, 0.0
+    for token in tokens:
+        logits, cache = decoder_step(params, np.array([fed]), cache, cross_kv, source_valid)  # (1, V)
+        total += float(np.log(softmax(logits[0]))[token])
+        fed = token
+    return total
+
+
+def random_decoder(seed, vocab=7, width=8, h=2, t_max=6, S=3):
+    """An untrained decoder (its parameters as decoder_params gives them) and a random source's cross_kv, valid."""
+    rng_ = np.random.default_rng(seed)
+    dec = {"E": rng_.standard_normal((vocab, width)), "P_dec": rng_.standard_normal((t_max, width))}
+    for norm in ("dec.ln1", "dec.ln2", "lnf"):
+        dec[norm + "_gamma"], dec[norm + "_beta"] = 1 + 0.3 * rng_.standard_normal(width), 0.3 * rng_.standard_normal(width)
+    for name in ("dec.Wq", "dec.Wk", "dec.Wv", "dec.Wo", "dec.cross_Wq", "dec.cross_Wo"):
+        dec[name] = rng_.standard_normal((width, width)) / np.sqrt(width)
+    dec["U"] = 2 * rng_.standard_normal((width, vocab)) / np.sqrt(width)
+    kv = tuple(rng_.standard_normal((1, h, S, width // h)) for _ in range(2))  # (1, h, S, hs) each
+    return dec, kv, np.array([[True] * (S - 1) + [False]])  # the last source position is padding
+
+
+# %% nbgrader={"grade": false, "grade_id": "beam_search", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def beam_search(params, cross_kv, source_valid, beam_width, alpha=0.0, max_len=T_MAX):
+    """Beam search for one source (cross_kv each (1, h, S, hs)): (tokens (|Y|,), log_prob, score)."""
+    ### BEGIN SOLUTION
+    K_cross, V_cross = cross_kv
+    h, hs = K_cross.shape[1], K_cross.shape[3]
+    vocab = params["U"].shape[1]
+    live = [([], 0.0)]  # (tokens written, summed log-probability), best first
+    cache = (np.zeros((1, h, 0, hs)), np.zeros((1, h, 0, hs)))  # (n_live, h, t, hs) each
+    finished = []  # (tokens, log_prob), in the order they finished
+    for _ in range(max_len):
+        n = len(live)
+        fed = np.array([tokens[-1] if tokens else BOS for tokens, _ in live])  # (n,)
+        repeat = (np.repeat(K_cross, n, axis=0), np.repeat(V_cross, n, axis=0))  # (n, h, S, hs) each
+        logits, cache = decoder_step(params, fed, cache, repeat, np.repeat(source_valid, n, axis=0))  # (n, V)
+        z = logits - logits.max(axis=-1, keepdims=True)
+        log_p = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))  # (n, V)
+        scores = np.array([s for _, s in live])[:, None] + log_p  # (n, V): every extension
+        best = np.argsort(-scores, axis=None, kind="stable")[:beam_width - len(finished)]  # flat indices
+        parents, next_tokens = best // vocab, best % vocab
+        survivors = []
+        for parent, token in zip(parents, next_tokens, strict=True):
+            hypothesis = (live[parent][0] + [int(token)], float(scores[parent, token]))
+            if token == EOS:
+                finished.append(hypothesis)
+            else:
+                survivors.append((hypothesis, parent))
+        if not survivors:
+            live = []
+            break
+        live = [hyp for hyp, _ in survivors]
+        rows = np.array([parent for _, parent in survivors])
+        cache = (cache[0][rows], cache[1][rows])  # each survivor takes its parent's cache
+    finished += live  # still live after max_len steps: finished as they are
+
+    def penalised(hypothesis):
+        return hypothesis[1] / ((5 + len(hypothesis[0])) / 6) ** alpha
+
+    tokens, log_prob = max(finished, key=penalised)
+    return np.array(tokens, dtype=int), log_prob, float(penalised((tokens, log_prob)))
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_beam_search", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
+def check_beam_search(seed, beam_width, alpha, max_len, expected_tokens, expected_log_prob):
+    """Visible check on an untrained decoder: the stored answer, its log-probability and score, and the batching."""
+    dec, kv, valid = random_decoder(seed)
+    calls = []
+    given_step = decoder_step
+
+    def counting_step(params_, tokens, cache, cross_kv_, source_valid_):
+        calls.append(len(tokens))
+        return given_step(params_, tokens, cache, cross_kv_, source_valid_)
+
+    globals()["decoder_step"] = counting_step
+    try:
+        result = beam_search(dec, kv, valid, beam_width, alpha=alpha, max_len=max_len)
+    finally:
+        globals()["decoder_step"] = given_step
+    what = f"seed {seed}, width {beam_width}, alpha {alpha}, max_len {max_len}"
+    assert isinstance(result, tuple) and len(result) == 3, f"{what}: return a triple (tokens, log_prob, score)"
+    tokens, log_prob, score = result
+    tokens = np.asarray(tokens)
+    assert len(calls) <= max_len and max(calls) <= beam_width, (
+        f"{what}: call decoder_step once per step on all live hypotheses together (calls with batch sizes {calls})")
+    assert np.isclose(log_prob, sequence_log_prob(dec, kv, valid, tokens)), (
+        f"{what}: log_prob should be the summed log-probability of the tokens returned")
+    assert np.isclose(score, log_prob / ((5 + len(tokens)) / 6) ** alpha), (
+        f"{what}: score should be log_prob / ((5 + |Y|) / 6) ** alpha, with |Y| the tokens written (EOS included)")
+    assert tokens.tolist() == expected_tokens, (
+        f"{what}: returned {tokens.tolist()} (log-probability {log_prob:.4f}), expected {expected_tokens} "
+        f"({expected_log_prob:.4f}). Keep beam_width hypotheses in all: finished ones leave the beam and are not "
+        "extended; prune by summed log-probability; choose among the finished by the penalised score")
+
+
+check_beam_search(0, 1, 0.0, 6, [6, 0, 0, 4, 1, 4], -5.5920)  # width 1 is greedy; no EOS within 6 steps
+check_beam_search(0, 2, 0.0, 6, [5, 2], -1.4590)
+check_beam_search(1, 4, 0.0, 6, [2], -3.0685)  # EOS at once: the shortest output has the best summed log-probability
+check_beam_search(1, 4, 1.0, 6, [3, 4, 4, 6, 5, 0], -3.5895)  # the length penalty prefers a longer one
+check_beam_search(5, 3, 0.0, 6, [0, 2], -2.0539)
+check_beam_search(5, 5, 0.0, 3, [0, 1, 0], -0.6169)  # max_len 3: the live hypotheses count as finished
+print("Exercise 3 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Greedy against beams of width 2, 4 and 8
+#
+# On 200 held-out sources, each way of decoding gives one output per source. Four measures: the
+# model's log-probability of the output (what beam search maximises), the task's own
+# log-probability of it (what the data say), the share of outputs that are the task's most
+# probable one (every chunk plain), and the share of valid outputs. The source's keys and values
+# are computed once per source, whatever the width.
+
+# %%
+def most_probable_output(source):
+    """The task's most probable output for a source (S_MAX + 1,): every word plain, then EOS."""
+    words = source[:np.flatnonzero(source == EOS)[0]]
+    return np.concatenate([np.repeat(words, 2), [EOS]])
+
+
+N_BEAM_SOURCES = 200
+beam_sources = held_out[0][:N_BEAM_SOURCES]  # (200, S_MAX + 1)
+step_params = decoder_params(params)
+memories, _ = encode(params, beam_sources, H)  # (200, S, C): the encoder runs once per source
+all_cross_kv = cross_keys_values(params, memories, H)  # (200, h, S, hs) each: once per source
+beam_results = {}
+for width in [1, 2, 4, 8]:
+    outputs = [beam_search(step_params, (all_cross_kv[0][i:i + 1], all_cross_kv[1][i:i + 1]),
+                           beam_sources[i:i + 1] != PAD, width) for i in range(N_BEAM_SOURCES)]
+    beam_results[width] = outputs
+    model_lp = np.mean([log_prob for _, log_prob, _ in outputs])
+    task_lp = np.array([task_log_prob(s, tokens) for s, (tokens, _, _) in zip(beam_sources, outputs, strict=True)])
+    mode = np.mean([np.array_equal(tokens, most_probable_output(s))
+                    for s, (tokens, _, _) in zip(beam_sources, outputs, strict=True)])
+    name = "greedy (width 1)" if width == 1 else f"beam, width {width}"
+    print(f"{name:<17} model log P {model_lp:6.2f}   task log P {task_lp[np.isfinite(task_lp)].mean():6.2f}   "
+          f"the most probable output {mode:.3f}   valid {np.isfinite(task_lp).mean():.3f}")
+print(f"the task's most probable outputs: task log P {np.mean([task_log_prob(s, most_probable_output(s)) for s in beam_sources]):6.2f}")
+
+# %% [markdown]
+# Greedy decoding almost never writes the most probable output: it takes `M` wherever the model
+# gives it more than one half. A beam of width 2 already keeps the plain chunk beside the marked
+# one and finds a better output for most sources, both in the model's log-probability and in
+# the task's. Wider beams add little here, because the task's chunks are independent: once the
+# beam holds the plain and the marked version of a chunk, the best full output is among its
+# extensions. (A model is imperfect: where it gives `M` a much larger share than 0.6, even the
+# model's most probable output is marked, and beam search, which maximises the model's
+# probability, follows the model, not the task.)
+#
+# One source where the two differ, with the model's log-probability of each step:
+
+# %%
+def show_steps(source, tokens):
+    """The tokens of an output and the model's log-probability of each, teacher-forced."""
+    i = int(np.flatnonzero((beam_sources == source).all(axis=1))[0])
+    kv = (all_cross_kv[0][i:i + 1], all_cross_kv[1][i:i + 1])
+    steps = [sequence_log_prob(step_params, kv, source[None] != PAD, tokens[:t + 1]) for t in range(len(tokens))]
+    return "  ".join(f"{tok}({lp - prev:+.2f})" for tok, lp, prev in zip(tokens, steps, [0.0] + steps[:-1], strict=True))
+
+
+differ = [i for i in range(N_BEAM_SOURCES) if not np.array_equal(beam_results[1][i][0], beam_results[4][i][0])]
+case = differ[0]
+case_source = beam_sources[case]
+print("source:", case_source[:np.flatnonzero(case_source == EOS)[0] + 1])
+for width in [1, 4]:
+    tokens, log_prob, _ = beam_results[width][case]
+    print(f"{'greedy ' if width == 1 else 'beam 4 '}: {show_steps(case_source, tokens)}   total {log_prob:.2f}")
+print(f"sources where width 4's output differs from greedy's: {len(differ)} of {N_BEAM_SOURCES}")
+
+# %% [markdown]
+# Read the first step: greedy takes `M` (9) because its log-probability beats the plain word's,
+# and then pays the price of three spellings at the next; beam search keeps both, and by the end
+# of the chunk the plain path is ahead. Every later chunk repeats the story.
+#
+# ### The length penalty at work
+#
+# On the spelling task every valid output for a source has the same length, $2S + 1$, so the
+# length penalty cannot change the choice among them. It does where outputs end at any length:
+# on 200 untrained decoders (`random_decoder(0 .. 199)` of the visible checks, 7 tokens, where
+# `EOS` is as likely as any other token), beams of width 4 with $T_{\max} = 6$ steps:
+
+# %%
+for alpha in [0.0, 0.6, 1.0, 2.0]:
+    found = [beam_search(*random_decoder(seed), 4, alpha=alpha, max_len=6) for seed in range(200)]
+    lengths = np.array([len(tokens) for tokens, _, _ in found])
+    print(f"alpha = {alpha}: mean output length {lengths.mean():.2f}, outputs of one token (EOS at once) "
+          f"{np.mean(lengths == 1):.3f}, mean log P {np.mean([lp for _, lp, _ in found]):.2f}")
+
+# %% [markdown]
+# *The length penalty at work: as $\alpha$ grows, fewer outputs stop at once and the mean length
+# grows, while the mean summed log-probability falls, because longer outputs multiply more
+# probabilities. That is the trade a length penalty makes: it gives up some probability for
+# length, which helps a model that puts too much probability on ending early.*
+#
+# ## 4. Speculative decoding
+#
+# Each step of decoding runs the whole large model for one token, and a large model on a GPU is
+# limited by reading its weights from memory, not by arithmetic: scoring $\gamma + 1$ positions
+# in one pass costs about as much as scoring one. **Speculative decoding** (Leviathan, Kalman and
+# Matias, *Fast Inference from Transformers via Speculative Decoding*, 2023, arXiv:2211.17192;
+# Chen, Borgeaud, Irving, Lespiau, Sifre and Jumper, *Accelerating Large Language Model Decoding
+# with Speculative Sampling*, 2023, arXiv:2302.01318) uses that:
+#
+# 1. a small **draft** model $q$ proposes $\gamma$ tokens $x_1 \dots x_\gamma$, one after the other,
+#    each drawn from $q_i = q(\cdot \mid \text{prefix}, x_{<i})$;
+# 2. the large **target** model $p$ scores the prefix and all $\gamma$ drafts in **one pass**, giving
+#    $p_i = p(\cdot \mid \text{prefix}, x_{<i})$ for $i = 1 \dots \gamma + 1$;
+# 3. draft $x_i$ is accepted with probability $\min\big(1, p_i(x_i)/q_i(x_i)\big)$, in order; at the
+#    first rejection, a token is drawn from the **residual** distribution
+#
+#    $$r_i(x) = \frac{\max\big(0,\ p_i(x) - q_i(x)\big)}{\sum_y \max\big(0,\ p_i(y) - q_i(y)\big)}$$
+#
+#    and the step ends; if all $\gamma$ are accepted, a **bonus** token is drawn from $p_{\gamma+1}$,
+#    which the pass computed anyway.
+#
+# Every pass of the target therefore yields between 1 and $\gamma + 1$ tokens.
+#
+# ### Why the output has exactly the target's distribution
+#
+# Take one position, with target $p$ and draft $q$ (drop the index $i$). The token that comes out
+# is $x$ in two ways: the draft proposed $x$ and it was accepted, or some proposal was rejected
+# and the residual drew $x$:
+#
+# $$P(\text{out} = x) = q(x)\,\min\Big(1, \frac{p(x)}{q(x)}\Big) + P(\text{reject})\; r(x)
+#   = \min\big(p(x), q(x)\big) + P(\text{reject})\; r(x).$$
+#
+# The probability of a rejection is one minus the probability of an acceptance,
+#
+# $$P(\text{reject}) = 1 - \sum_y \min\big(p(y), q(y)\big) = \sum_y \Big(p(y) - \min\big(p(y), q(y)\big)\Big)
+#   = \sum_y \max\big(0,\ p(y) - q(y)\big),$$
+#
+# using $\sum_y p(y) = 1$ and $p - \min(p, q) = \max(0, p - q)$. That is exactly the residual's
+# normaliser, so the two cancel:
+#
+# $$P(\text{out} = x) = \min\big(p(x), q(x)\big) + \max\big(0,\ p(x) - q(x)\big) = p(x).$$
+#
+# For the whole sequence, argue position by position. The first token is distributed as $p_1$,
+# just shown. Given that it was an accepted draft, the second draft was drawn from $q_2$ in the
+# same context as $p_2$, and the same argument makes the second token $p_2$-distributed; and so on
+# until a rejection, whose residual token is the last of the step and is $p_i$-distributed too.
+# If all $\gamma$ drafts are accepted, the bonus token is drawn from $p_{\gamma+1}$ directly. The
+# next step starts from the tokens that came out, so every token of the output is drawn from the
+# target's conditional distribution given all the tokens before it: the output is a sample from
+# the target, **whatever the draft**. A bad draft costs speed, never correctness. (The draft
+# must only give a positive probability to the tokens it proposes, which it does by drawing
+# them.)
+#
+# **How fast.** A draft at one position is accepted with probability
+# $\beta = \sum_x \min(p(x), q(x)) = 1 - \text{TV}(p, q)$. If every position had the same
+# acceptance rate $\alpha$, independently, a pass would give $1 + \alpha + \dots + \alpha^\gamma$
+# tokens on average (the first is always there; the $i$-th extra needs $i$ acceptances):
+#
+# $$\mathbb{E}[\text{tokens per target pass}] = \frac{1 - \alpha^{\gamma + 1}}{1 - \alpha}$$
+#
+# (Leviathan et al., equation 1). It grows with $\gamma$ but saturates at $1/(1 - \alpha)$; each
+# draft token costs a pass of the draft model, so the best $\gamma$ depends on the draft's cost too.
+#
+# ### Exercise 4: the accept/reject step (4 points)
+#
+# Write `speculative_step(p, q, draft, rng)`:
+#
+# - `draft`: int array `(γ,)` of the drafted tokens, $\gamma \ge 1$; `q`: `(γ, V)`, row $i$ the
+#   draft's distribution that `draft[i]` was drawn from; `p`: `(γ + 1, V)`, row $i$ the target's
+#   distribution at the same position, and row $\gamma$ the target's distribution after all
+#   $\gamma$ drafts;
+# - for $i = 0, 1, \dots$: draw `r = rng.random()` and accept `draft[i]` if
+#   `r < p[i, x] / q[i, x]` (that is, with probability $\min(1, p/q)$); at the first rejection draw
+#   `u = rng.random()` and return the accepted tokens followed by the residual's token;
+# - if all $\gamma$ are accepted, draw `u = rng.random()` and return the drafts followed by the
+#   bonus token from `p[γ]`;
+# - a token is drawn from a distribution with `u` by the given `inverse_cdf(probs, u)`: the first
+#   token id, in the order 0, 1, …, at which the cumulative probability exceeds `u`. The residual
+#   must be normalised first.
+#
+# Return an int array of the new tokens, of length 1 to $\gamma + 1$. Use `rng` for nothing else:
+# one `rng.random()` per draft examined and one for the last token. Do not modify the inputs.
+
+# %%
+def inverse_cdf(probs, u):
+    """The first token id whose cumulative probability (ids 0, 1, ... in order) exceeds u: probs (V,) summing to 1."""
+    return int(min(np.searchsorted(np.cumsum(probs), u, side="right"), len(probs) - 1))
+
+
+# %% nbgrader={"grade": false, "grade_id": "speculative_step", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def speculative_step(p, q, draft, rng):
+    """Accept or reject gamma drafts: p (gamma + 1, V), q (gamma, V), draft (gamma,) -> new tokens (1 .. gamma + 1,)."""
+    ### BEGIN SOLUTION
+    out = []
+    for i, x in enumerate(draft):
+        if rng.random() < p[i, x] / q[i, x]:  # accepted with probability min(1, p / q)
+            out.append(int(x))
+            continue
+        residual = np.maximum(p[i] - q[i], 0.0)  # (V,)
+        out.append(inverse_cdf(residual / residual.sum(), rng.random()))
+        return np.array(out, dtype=int)
+    out.append(inverse_cdf(p[len(draft)], rng.random()))  # all accepted: the bonus token
+    return np.array(out, dtype=int)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "test_speculative_step", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+def check_speculative_step(p, q, draft, seed, expected, draws, what):
+    """Visible check of one step: the tokens, and how many numbers it drew from the generator."""
+    p, q, draft = np.asarray(p, dtype=float), np.asarray(q, dtype=float), np.asarray(draft)
+    kept = p.copy(), q.copy(), draft.copy()
+    rng_ = np.random.default_rng(seed)
+    got = np.asarray(speculative_step(p, q, draft, rng_))
+    assert all(np.array_equal(a, b) for a, b in zip((p, q, draft), kept, strict=True)), f"{what}: inputs modified"
+    twin = np.random.default_rng(seed)
+    twin.random(draws)
+    assert got.tolist() == expected, (
+        f"{what}: returned {got.tolist()}, expected {expected}. Accept draft i if r < p[i, x] / q[i, x]; at the "
+        "first rejection draw from max(0, p[i] - q[i]), normalised; after all gamma, a bonus token from p[gamma]")
+    assert rng_.bit_generator.state == twin.bit_generator.state, (
+        f"{what}: expected {draws} calls of rng.random(): one per draft examined, one for the last token")
+
+
+p_check = np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6], [0.1, 0.1, 0.8]])  # (gamma + 1, V), gamma = 2
+q_check = np.array([[0.2, 0.6, 0.2], [0.5, 0.25, 0.25]])  # (gamma, V)
+# default_rng(0).random(3) = [0.637, 0.270, 0.041]: 0.637 > 0.3 / 0.6 rejects token 1; the residual
+# max(0, p - q) = [0.4, 0, 0] gives token 0.
+check_speculative_step(p_check, q_check, [1, 0], 0, [0], 2, "the first draft rejected")
+# Token 0 accepted (0.6 / 0.2 > 1), token 2 accepted (0.270 < 0.6 / 0.25), bonus from p[2] with 0.041: token 0.
+check_speculative_step(p_check, q_check, [0, 2], 0, [0, 2, 0], 3, "both accepted, then the bonus token")
+# default_rng(5).random(3) = [0.805, 0.808, 0.515]: token 0 accepted, then 0.808 > 0.2 / 0.5 rejects token 0;
+# the residual is [0, 0, 0.35] before normalising: token 2.
+check_speculative_step(p_check, q_check, [0, 0], 5, [0, 2], 3, "the second draft rejected")
+# default_rng(1).random(3) = [0.512, 0.950, 0.144]: the residual [0, 0.1, 0.2] normalised is [0, 1/3, 2/3]:
+# 0.144 falls on token 1 (it would fall on token 2 of the unnormalised [0, 0.1, 0.2]).
+check_speculative_step(p_check, [[0.2, 0.6, 0.2], [0.5, 0.1, 0.4]], [0, 0], 1, [0, 1], 3,
+                       "a residual that needs normalising")
+check_speculative_step(p_check[1:], q_check[1:], [2], 0, [2, 2], 2, "gamma = 1, accepted, then the bonus")
+print("Exercise 4 visible checks passed (hidden tests run at grading).")
+### BEGIN HIDDEN TESTS
+# Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
+assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
+### END HIDDEN TESTS
