@@ -1268,3 +1268,307 @@ print("Exercise 4 visible checks passed (hidden tests run at grading).")
 # Graded outside this kernel: the grader calls the function on fresh inputs and checks the results itself.
 assert __import__("os").environ.get("NBGRADER_EXECUTION") != "autograde", "these hidden tests need the course's trusted grader (grader/trusted)"
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### A target and three drafts
+#
+# Speculative decoding is exact for any pair of models, so it can be checked where the target's
+# distribution is known exactly: a **bigram** target over $V = 8$ tokens, whose next-token
+# distribution depends on the last token only, $p(\cdot \mid c) = P[c]$, with $P$ a fixed
+# `(V, V)` table of random rows. The drafts are cheaper guesses of it, $Q_\lambda = (1 - \lambda) P +
+# \lambda\, \bar p$, where $\bar p$ is the target's long-run frequency of each token, the same row for
+# every context: $\lambda = 1$ is a draft that ignores the context altogether (a unigram model),
+# $\lambda = 0.2$ one that is nearly the target. One target pass takes the rows $P[c]$ of the
+# last token and of the $\gamma$ drafts at once, a `(γ + 1, V)` array, as a transformer's pass
+# over $\gamma + 1$ positions does.
+#
+# Each draft's acceptance rate, averaged over the contexts in the proportions the target visits
+# them (its stationary distribution $\pi$), is
+# $\alpha = \sum_c \pi_c \sum_x \min(P[c, x], Q_\lambda[c, x])$.
+
+# %%
+V_BI = 8
+bigram_rng = np.random.default_rng(16)
+P_target = softmax(1.5 * bigram_rng.standard_normal((V_BI, V_BI)))  # (V, V): row c is p(. | c)
+stationary = np.linalg.matrix_power(P_target, 256)[0]  # (V,): every row of P^n tends to pi, with pi P = pi
+drafts = {lam: (1 - lam) * P_target + lam * stationary[None, :] for lam in [0.2, 0.5, 1.0]}  # (V, V) each
+acceptance = {lam: float(stationary @ np.minimum(P_target, Q).sum(axis=1)) for lam, Q in drafts.items()}
+for lam, alpha in acceptance.items():
+    print(f"draft lambda = {lam}: acceptance rate alpha = {alpha:.3f}")
+
+
+def speculative_generate(P, Q, start, n_tokens, gamma, rng):
+    """Speculative decoding of a bigram target P with a bigram draft Q from a start token: (tokens (n,), passes)."""
+    tokens, passes = [start], 0
+    while len(tokens) <= n_tokens:
+        context, draft, q_rows = tokens[-1], [], []
+        for _ in range(gamma):  # the draft model: gamma cheap steps
+            q_rows.append(Q[context])
+            context = inverse_cdf(Q[context], rng.random())
+            draft.append(context)
+        p_rows = P[[tokens[-1], *draft]]  # (gamma + 1, V): ONE pass of the target over gamma + 1 positions
+        passes += 1
+        tokens.extend(int(t) for t in speculative_step(p_rows, np.array(q_rows), np.array(draft), rng))
+    return np.array(tokens[1:n_tokens + 1]), passes
+
+
+def target_generate(P, start, n_tokens, rng):
+    """Plain sampling from the target, one pass per token: tokens (n,)."""
+    tokens = [start]
+    for _ in range(n_tokens):
+        tokens.append(inverse_cdf(P[tokens[-1]], rng.random()))
+    return np.array(tokens[1:])
+
+
+# %% [markdown]
+# ### The output distribution, checked
+#
+# From the start token 0, the target's first token is distributed as $P[0]$ and the first pair
+# $(a, b)$ as $P[0, a]\,P[a, b]$, 64 pairs. Speculative decoding with the context-blind draft
+# ($\lambda = 1$, the most rejections, so the residual does the most work) and $\gamma = 4$ runs
+# 10,000 times, and your `sampler_check` compares its first tokens and pairs with those exact
+# distributions; the total variation distance is shown beside its expected size from noise.
+# Two controls: the draft's own tokens, all accepted (what a broken accept step converges to),
+# and plain sampling from the target, which must pass.
+
+# %%
+N_RUNS = 10_000
+spec_rng = np.random.default_rng(2023)
+runs = np.array([speculative_generate(P_target, drafts[1.0], 0, 2, 4, spec_rng)[0] for _ in range(N_RUNS)])  # (N, 2)
+plain_rng = np.random.default_rng(2024)
+plain = np.array([target_generate(P_target, 0, 2, plain_rng) for _ in range(N_RUNS)])  # (N, 2)
+draft_rng = np.random.default_rng(2025)
+draft_only = np.array([target_generate(drafts[1.0], 0, 2, draft_rng) for _ in range(N_RUNS)])  # (N, 2)
+first_target = P_target[0]  # (V,)
+pair_target = (P_target[0][:, None] * P_target).reshape(-1)  # (V * V,): P[0, a] P[a, b] at index a * V + b
+print(f"{'':<34} {'X^2':>8} {'threshold':>9} {'passed':>6} {'TV':>6} {'noise TV':>8}")
+for name, sample in [("speculative, first token", runs[:, 0]), ("speculative, first pair", runs[:, 0] * V_BI + runs[:, 1]),
+                     ("control: target sampling, pair", plain[:, 0] * V_BI + plain[:, 1]),
+                     ("control: draft accepted, pair", draft_only[:, 0] * V_BI + draft_only[:, 1])]:
+    target = first_target if "token" in name else pair_target
+    statistic, threshold, passed = sampler_check(sample, target)
+    print(f"{name:<34} {statistic:8.1f} {threshold:9.1f} {passed!s:>6} {tv_distance(sample, target):6.3f} "
+          f"{expected_tv(target, N_RUNS):8.3f}")
+
+fig, ax = plt.subplots(figsize=(8, 3.4))
+width_bar = 0.27
+freq = {name: np.bincount(s, minlength=V_BI) / N_RUNS for name, s in
+        [("speculative decoding", runs[:, 0]), ("the draft alone", draft_only[:, 0])]}
+_ = ax.bar(np.arange(V_BI) - width_bar, first_target, width_bar, color="tab:grey", label="target P[0] (exact)")
+_ = ax.bar(np.arange(V_BI), freq["speculative decoding"], width_bar, color="tab:blue",
+           label="speculative decoding, 10,000 runs")
+_ = ax.bar(np.arange(V_BI) + width_bar, freq["the draft alone"], width_bar, color="tab:orange",
+           label="the draft alone, 10,000 runs")
+ax.set_xlabel("first token")
+ax.set_ylabel("probability / frequency")
+ax.set_xticks(range(V_BI))
+ax.set_title("First token after token 0: speculative decoding follows the target, not the draft")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# *Figure: the exact target distribution of the first token (grey), the frequencies of 10,000
+# speculative runs with the context-blind draft (blue), and of the draft alone (orange). Blue
+# follows grey, though every token that blue shows was first proposed by the orange draft.*
+#
+# ### Tokens per target pass, against $\gamma$ and $\alpha$
+#
+# For each draft and $\gamma = 1 \dots 8$, one run of 2,000 tokens from token 0 counts its target
+# passes; the measured tokens per pass are shown beside the formula
+# $(1 - \alpha^{\gamma+1})/(1 - \alpha)$ with each draft's $\alpha$ from above.
+
+# %%
+gammas = [1, 2, 3, 4, 6, 8]
+N_LONG = 2_000
+per_pass = {}
+print(f"{'draft':<14} {'alpha':>6} " + " ".join(f"{'g = ' + str(g):>13}" for g in gammas))
+for lam, Q in drafts.items():
+    alpha = acceptance[lam]
+    measured = [N_LONG / speculative_generate(P_target, Q, 0, N_LONG, g, np.random.default_rng(100 + g))[1]
+                for g in gammas]
+    per_pass[lam] = measured
+    print(f"lambda = {lam:<5} {alpha:6.3f} " + " ".join(
+        f"{m:5.2f} ({(1 - alpha ** (g + 1)) / (1 - alpha):5.2f})" for m, g in zip(measured, gammas, strict=True)))
+
+fig, ax = plt.subplots(figsize=(6.5, 4))
+for (lam, measured), colour in zip(per_pass.items(), ["tab:green", "tab:blue", "tab:orange"], strict=True):
+    alpha = acceptance[lam]
+    g_line = np.arange(1, 9)
+    _ = ax.plot(g_line, (1 - alpha ** (g_line + 1)) / (1 - alpha), "-", color=colour,
+                label=f"formula, alpha = {alpha:.2f} (lambda = {lam})")
+    _ = ax.plot(gammas, measured, "o", color=colour, label=f"measured, lambda = {lam}")
+ax.set_xlabel("draft length gamma")
+ax.set_ylabel("tokens per target pass")
+ax.set_title("Speculative decoding: tokens per pass of the target, measured and predicted")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# *Figure: tokens per target pass against the draft length $\gamma$, for the three drafts: the
+# lines are the formula with each draft's $\alpha$, the dots one measured run each.*
+#
+# The measurements follow the formula to within a few hundredths at small $\gamma$. The formula
+# assumes the same acceptance rate at every position; here $\beta$ differs from context to
+# context, and long drafts run through several contexts, so at $\gamma = 8$ the near-target draft
+# gives 6.25 tokens per pass against the formula's 6.50. The shape is the lesson: the gain grows
+# with $\gamma$ and saturates at $1/(1 - \alpha)$, 2.38 for the context-blind draft
+# ($\alpha = 0.580$) and 11.9 for the near-target one ($\alpha = 0.916$). The output
+# distribution is the target's in every case (the check above); only the speed depends on the
+# draft.
+#
+# ## 5. What each way of decoding costs
+#
+# Count, for each method, the passes of the large model per token of output and the positions it
+# scores per token (a pass over $n$ rows of a batch or $n$ positions scores $n$). Greedy decoding,
+# sampling and beam search are counted on the trained encoder–decoder over the same 200 held-out
+# sources, by wrapping `decoder_step` in a counter; speculative decoding on the bigram target,
+# from the runs above, where each pass scores $\gamma + 1$ positions and the draft runs $\gamma$
+# times per pass.
+
+# %%
+counter = {"passes": 0, "rows": 0}
+plain_step = decoder_step
+
+
+def counted_step(params_, tokens, cache, cross_kv_, source_valid_):
+    """decoder_step, counting its calls (passes of the model) and their rows (positions scored)."""
+    counter["passes"] += 1
+    counter["rows"] += len(tokens)
+    return plain_step(params_, tokens, cache, cross_kv_, source_valid_)
+
+
+def counted(decode):
+    """Passes and rows per output token of `decode()` on the 200 sources, with decoder_step counted."""
+    global decoder_step
+    counter.update(passes=0, rows=0)
+    decoder_step = counted_step
+    try:
+        n_tokens = decode()
+    finally:
+        decoder_step = plain_step
+    return counter["passes"] / n_tokens, counter["rows"] / n_tokens
+
+
+def one_by_one(width=None, **settings):
+    """Decode the 200 sources one at a time (batch 1) by beam search or by sampling; the tokens written."""
+    total = 0
+    for i in range(N_BEAM_SOURCES):
+        kv, valid = (all_cross_kv[0][i:i + 1], all_cross_kv[1][i:i + 1]), beam_sources[i:i + 1] != PAD
+        if width is not None:
+            total += len(beam_search(step_params, kv, valid, width)[0])
+        else:
+            total += int((sample_decode(params, beam_sources[i:i + 1], np.random.default_rng(i), **settings)[0]
+                          != PAD).sum())
+    return total
+
+
+costs = {"greedy": counted(lambda: one_by_one(temperature=0)), "sampling, tau = 1": counted(lambda: one_by_one())}
+for width in [2, 4, 8]:
+    costs[f"beam, width {width}"] = counted(lambda w=width: one_by_one(width=w))
+print(f"{'method':<36} {'target passes/token':>19} {'positions/token':>15} {'draft passes/token':>18}")
+for name, (passes, rows) in costs.items():
+    print(f"{name:<36} {passes:19.2f} {rows:15.2f} {0:18.2f}")
+for lam, gamma in [(0.2, 4), (0.2, 8), (1.0, 4)]:
+    tokens_per_pass = per_pass[lam][gammas.index(gamma)]
+    print(f"{f'speculative, lambda = {lam}, gamma = {gamma}':<36} {1 / tokens_per_pass:19.2f} "
+          f"{(gamma + 1) / tokens_per_pass:15.2f} {gamma / tokens_per_pass:18.2f}")
+
+# %% [markdown]
+# Greedy decoding and sampling pay one pass per token, a pass that scores one position. Beam
+# search pays about one pass per token too, since all hypotheses go through the model as one
+# batch, but each pass scores up to $k$ positions: close to $k$ times the arithmetic. (A little
+# less than $k$: finished hypotheses leave the beam, and the first step scores one.) Speculative
+# decoding is the only one below one pass per token: 0.24 passes per token with the near-target
+# draft at $\gamma = 4$, 0.16 at $\gamma = 8$. It scores more positions per token than greedy
+# (1.2 and 1.44: rejected drafts are scored for nothing) and adds the draft's passes; it wins
+# when a pass of the large model costs much more than scoring one more position in it, and when
+# the draft is much cheaper than the target, which is the case on a GPU for a large model.
+#
+# ## Time
+#
+# The CPU time of the training run (it varies with the machine and its load, so it is measured
+# here rather than quoted):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(f"training: 400 steps, CPU {train_cpu:.1f} s")
+
+# %% [markdown]
+# ## Summary
+#
+# **Temperature, top-$k$, top-$p$.** Dividing the logits by $\tau$ keeps the order of the tokens and
+# moves the entropy from 0 ($\tau \to 0$, greedy) to $\log V$; top-$k$ keeps a fixed number of tokens,
+# top-$p$ the smallest set whose mass reaches $p$, crossing token included. Your sampler applies
+# them in that order and draws by the inverse of the cumulative distribution (Exercise 1). On the
+# trained model, quality falls and diversity rises with the temperature (0.954 valid and 7.74
+# different outputs in 10 at $\tau = 1$, 0.182 and 9.57 at $\tau = 2.5$), and the cuts recover
+# part of the quality (0.51 with top-$k$ 4 or top-$p$ 0.8), over five seeds each.
+#
+# **Testing a sampler.** Pearson's $X^2$ against the Wilson–Hilferty quantile (Exercise 2) passes
+# your sampler and rejects a nucleus one token short and a nucleus measured before renormalising,
+# at 20,000 draws; the total variation distance of a correct sampler is the size that noise
+# predicts, $\sum_i \sqrt{p_i(1-p_i)/2\pi N}$.
+#
+# **Beam search** (Exercise 3) keeps $k$ hypotheses, prunes by summed log-probability, sets
+# finished ones aside, and chooses by GNMT's length-penalised score. On the spelling task greedy
+# decoding never finds the most probable output (its mean task log-probability $-4.01$); beams of
+# width 2, 4 and 8 find it for 0.665, 0.825 and 0.850 of the sources ($-2.75$, $-2.49$, $-2.44$). The
+# length penalty lengthens the outputs of models whose hypotheses end at any length (3.15 tokens
+# at $\alpha = 0$, 4.28 at $\alpha = 2$, on 200 untrained decoders).
+#
+# **Speculative decoding** (Exercise 4) accepts a draft with probability $\min(1, p/q)$ and
+# otherwise draws from the normalised $\max(0, p - q)$, and its output is exactly the target's:
+# $\min(p, q) + \max(0, p - q) = p$. Over 10,000 runs with a context-blind draft, its first
+# tokens and pairs pass the chi-squared test with a total variation at the noise's size, while
+# the draft alone fails; tokens per target pass follow $(1 - \alpha^{\gamma+1})/(1 - \alpha)$.
+#
+# **Cost.** Greedy decoding and sampling: one pass per token. Beam search: one batched pass per
+# token, about $k$ times the positions. Speculative decoding: below one pass per token (0.24 at
+# $\alpha = 0.92$, $\gamma = 4$), at the price of scored-and-rejected positions and the draft's
+# passes.
+#
+# ## The course, in one page
+#
+# Sixteen lessons built attention and the models around it from a softmax up, in NumPy, each
+# claim measured in its notebook:
+#
+# 1. **One head**: queries, keys and values, the row-wise softmax and the weighted sum; the
+#    overflow and its fix; attention is blind to order.
+# 2. **Scaling**: why scores are divided by $\sqrt{d_k}$: variance, saturation, entropy, and the
+#    softmax's vanishing gradients.
+# 3. **Many heads**: split, attend in 4-D, concatenate; the whole multi-head layer.
+# 4. **The output projection**: $W_o$ as a sum over heads, what folds into what, the QK and OV
+#    circuits, the $4C^2$ budget.
+# 5. **PyTorch** (optional): the same layer as an `nn.Module`, checked against NumPy.
+# 6. **Masks**: causal and padding masks, fully masked rows, leakage, and decoding with a KV cache.
+# 7. **The backward pass** by hand, through the softmax, checked by finite differences.
+# 8. **Positions**: sinusoidal, learned and rotary encodings, and what they do to the scores.
+# 9. **Learning**: attention trained with Adam on a task a bag of tokens cannot solve.
+# 10. **Cost**: $T^2$ time and memory, the online softmax of fast kernels, the KV-cache bill, MQA
+#     and GQA.
+# 11. **The transformer block**: residual stream, LayerNorm, the MLP, pre-norm, $12C^2$.
+# 12. **An induction head**: a two-layer GPT trained on repeated tokens, its circuit found and proven
+#     by ablation.
+# 13. **Cross-attention**: an encoder–decoder that learns to reverse, its alignment, its
+#     interventions, and decoding with cached source keys and values.
+# 14. **Long contexts**: sliding windows with a ring-buffer KV cache, attention sinks, ALiBi and
+#     length extrapolation.
+# 15. **Cheaper caches**: multi-head latent attention with absorbed matrices, and linear attention
+#     as a recurrent state.
+# 16. **Decoding**: temperature, top-$k$ and top-$p$ sampling tested against their distributions,
+#     beam search with a length penalty, and speculative decoding, exact and counted.
+#
+# What runs through all of them: attention is a weighted average whose weights come from a
+# softmax of scores; everything else (scaling, heads, masks, positions, caches, kernels) is about
+# making those weights right, learnable, or cheap, and every model here is a few matrices you
+# can write, train and take apart yourself.
+#
+# To read further on this lesson's subject:
+#
+# - Holtzman et al., *The Curious Case of Neural Text Degeneration* (2019, arXiv:1904.09751):
+#   nucleus sampling, and why the most probable text is often not the best.
+# - Wu et al., *Google's Neural Machine Translation System* (2016, arXiv:1609.08144): beam search
+#   with the length penalty used here.
+# - Leviathan, Kalman and Matias, *Fast Inference from Transformers via Speculative Decoding*
+#   (2023, arXiv:2211.17192), and Chen et al., *Accelerating Large Language Model Decoding with
+#   Speculative Sampling* (2023, arXiv:2302.01318): the accept/reject step and its proof.
