@@ -274,6 +274,11 @@ def speculative_step_cases(rng):
         draft = np.array([rng.choice(V, p=row) for row in q])
         return call(p, q, draft, seed())
 
+    # Fixed, with fixed generators: a rejection whose uniform number falls where the normalised and the
+    # unnormalised residual give different tokens (and where min(1, q/p) accepts instead).
+    yield call(np.array([[0.1, 0.2, 0.3, 0.4], [0.25] * 4]), np.array([[0.4, 0.3, 0.2, 0.1]]), np.array([0]), Rng(10))
+    yield call(np.array([[0.4, 0.3, 0.2, 0.1], [0.05, 0.55, 0.35, 0.05], [0.25] * 4]),
+               np.array([[0.3, 0.3, 0.2, 0.2], [0.3, 0.1, 0.1, 0.5]]), np.array([0, 3]), Rng(5))
     p = rows(4, 5)
     yield case(3, 5, p=p, q=p[:3].copy())  # the draft equals the target: all accepted, then the bonus
     yield case(1, 4, p=np.array([[0.0, 0.5, 0.5, 0.0], [0.25] * 4]), q=np.array([[0.7, 0.1, 0.1, 0.1]]))

@@ -23,6 +23,7 @@ SLOW_FIRST = [
     "solutions/09-learning/09-learning.ipynb",
     "solutions/13-cross-attention/13-cross-attention.ipynb",
     "solutions/15-latent-and-linear/15-latent-and-linear.ipynb",
+    "solutions/16-decoding/16-decoding.ipynb",
 ]
 
 
