@@ -229,11 +229,59 @@ def _decoder_case(rng, vocab, h, hs, S, beam_width, alpha, max_len, eos_bias=0.0
     return call(params, cross_kv, valid, beam_width, alpha=alpha, max_len=max_len)
 
 
+def _greedy(params, cross_kv, source_valid, max_len):
+    """Greedy decoding's tokens (beam search of width 1)."""
+    return beam_search(params, cross_kv, source_valid, 1, max_len=max_len)[0]
+
+
+def _extended_after_eos(params, cross_kv, source_valid, width, alpha, max_len):
+    """The tokens of a beam search that never sets finished hypotheses aside (EOS extended like any token)."""
+    K_cross, V_cross = (np.asarray(a, dtype=float) for a in cross_kv)
+    h, hs, V = K_cross.shape[1], K_cross.shape[3], params["U"].shape[1]
+    live, scores = [[]], np.zeros(1)
+    cache = (np.zeros((1, h, 0, hs)), np.zeros((1, h, 0, hs)))
+    for _ in range(max_len):
+        n = len(live)
+        fed = np.array([t[-1] if t else BOS for t in live])
+        logits, cache = decoder_step(params, fed, cache, (np.repeat(K_cross, n, 0), np.repeat(V_cross, n, 0)),
+                                     np.repeat(np.asarray(source_valid, bool), n, 0))
+        log_p = np.log(softmax(logits, axis=1))
+        total = (scores[:, None] + log_p).reshape(-1)
+        keep = np.argsort(-total, kind="stable")[:width]
+        live = [live[int(f) // V] + [int(f) % V] for f in keep]
+        scores = total[keep]
+        cache = (cache[0][keep // V], cache[1][keep // V])
+        if all(t[-1] == EOS for t in live):
+            break
+    penalised = [sc / ((5 + len(t)) / 6) ** alpha for t, sc in zip(live, scores, strict=True)]
+    return np.array(live[int(np.argmax(penalised))])
+
+
+def _telling_case(rng, *shape):
+    """A case of this shape on which greedy decoding, a search that extends finished hypotheses, and (for
+    alpha > 0) the unpenalised choice give other tokens than beam search: drawn again (up to 200 times)."""
+    vocab, h, hs, S, width, alpha, max_len = shape
+    for _ in range(200):
+        case = _decoder_case(rng, *shape)
+        params, cross_kv, valid = case.args[:3]
+        tokens = beam_search(params, cross_kv, valid, width, alpha=alpha, max_len=max_len)[0]
+        if width > 1 and np.array_equal(tokens, _greedy(params, cross_kv, valid, max_len)):
+            continue
+        if alpha > 0 and np.array_equal(tokens, beam_search(params, cross_kv, valid, width, max_len=max_len)[0]):
+            continue
+        if width > 1 and np.array_equal(tokens, _extended_after_eos(params, cross_kv, valid, width, alpha, max_len)):
+            continue
+        return case
+    return case
+
+
 def beam_search_cases(rng):
-    # Fixed shapes: (vocab, h, hs, S, width, alpha, max_len).
-    for shape in [(7, 2, 4, 3, 1, 0.0, 6), (7, 2, 4, 3, 3, 0.0, 6), (7, 2, 4, 3, 4, 1.0, 6), (6, 1, 3, 2, 4, 3.0, 5),
-                  (8, 3, 2, 4, 5, 0.6, 4), (7, 2, 4, 3, 5, 0.0, 2), (9, 2, 3, 5, 2, 1.5, 6)]:
-        yield _decoder_case(rng, *shape)
+    # Fixed shapes: (vocab, h, hs, S, width, alpha, max_len); each tells greedy decoding from beam search,
+    # and each with alpha > 0 tells the length penalty from none.
+    yield _decoder_case(rng, 7, 2, 4, 3, 1, 0.0, 6)  # width 1: greedy decoding itself
+    for shape in [(7, 2, 4, 3, 3, 0.0, 6), (7, 2, 4, 3, 4, 1.0, 6), (6, 1, 3, 2, 4, 3.0, 5), (8, 3, 2, 4, 5, 0.6, 4),
+                  (7, 2, 4, 3, 5, 0.0, 2), (9, 2, 3, 5, 2, 1.5, 6)]:
+        yield _telling_case(rng, *shape)
     for _ in range(6):
         vocab = int(rng.integers(5, 10))
         yield _decoder_case(rng, vocab, int(rng.integers(1, 4)), int(rng.integers(2, 5)), int(rng.integers(1, 6)),
