@@ -1406,7 +1406,7 @@ plt.show()
 # the first pair (60.8 against 118.4, on 63 degrees of freedom), with total variations of 0.006
 # and 0.023, at the size that noise alone predicts (0.009 and 0.023); plain sampling from the
 # target, the positive control, gives the same picture (40.8, 0.019). The draft alone, what an
-# accept step that accepted everything would give, fails by four orders of magnitude
+# accept step that accepted everything would give, fails at more than a thousand times the threshold
 # ($X^2 = 174{,}886$, a total variation of 0.541).
 #
 # ### Tokens per target pass, against $\gamma$ and $\alpha$
