@@ -61,6 +61,12 @@ HANDOUTS: dict[str, list[Handout]] = {
                         Handout("08-position", "test_sinusoidal_encoding", "sinusoidal_encoding"),
                         Handout("08-position", "test_apply_rope", "rope")],
     "15-latent-and-linear": [SOFTMAX, Handout("08-position", "test_apply_rope", "rope")],
+    "16-decoding": [SOFTMAX, Handout(L03, "test_split_heads", "split_heads"),
+                    Handout(L09, "test_adam_step", "adam_step"),
+                    Handout(L11, "test_layer_norm", "layer_norm"),
+                    Handout(L11, "test_layer_norm_backward", "layer_norm_backward"),
+                    Handout("13-cross-attention", "test_cross_attention", "cross_attention"),
+                    Handout("13-cross-attention", "test_decoder_step", "decoder_step")],
 }
 
 

@@ -24,6 +24,7 @@ SLOW_FIRST = [
     "solutions/13-cross-attention/13-cross-attention.ipynb",
     "solutions/14-long-context/14-long-context.ipynb",
     "solutions/15-latent-and-linear/15-latent-and-linear.ipynb",
+    "solutions/16-decoding/16-decoding.ipynb",
 ]
 
 
