@@ -663,20 +663,25 @@ def encode(params, source, h):
     return memory, dict(source=source, mask=mask, x=x, a=a, enc_weights=weights, x1=x1, memory=memory)
 
 
+def decoder_block(params, y, memory, source_mask, h):
+    """One pre-norm decoder block: y (B, T, C) reads itself causally, then the memory (B, S, C) -> (y2, parts)."""
+    T = y.shape[1]
+    b1 = layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
+    out, self_weights = cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)), *weights_of(params, "dec."), h)
+    y1 = y + out
+    b2 = layer_norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
+    out, cross_weights = cross_attention(b2, memory, source_mask, *weights_of(params, "dec.cross_"), h)
+    return y1 + out, dict(b1=b1, self_weights=self_weights, y1=y1, b2=b2, cross_weights=cross_weights)
+
+
 def seq2seq_forward(params, source, decoder_in, h):
     """Teacher-forced forward pass: logits (B, T, V) for decoder_in (B, T), and the cache of every step."""
     memory, cache = encode(params, source, h)
     T = decoder_in.shape[1]
     y = params["E"][decoder_in] + params["P_dec"][:T]  # (B, T, C)
-    b1 = layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
-    out, self_weights = cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)), *weights_of(params, "dec."), h)
-    y1 = y + out
-    b2 = layer_norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
-    out, cross_weights = cross_attention(b2, memory, cache["mask"], *weights_of(params, "dec.cross_"), h)
-    y2 = y1 + out
+    y2, parts = decoder_block(params, y, memory, cache["mask"], h)
     yf = layer_norm(y2, params["lnf_gamma"], params["lnf_beta"])
-    cache.update(decoder_in=decoder_in, y=y, b1=b1, self_weights=self_weights, y1=y1, b2=b2,
-                 cross_weights=cross_weights, y2=y2, yf=yf)
+    cache.update(decoder_in=decoder_in, y=y, **parts, y2=y2, yf=yf)
     return yf @ params["U"], cache  # (B, T, C) @ (C, V) -> (B, T, V)
 
 

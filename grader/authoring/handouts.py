@@ -66,6 +66,7 @@ HANDOUTS: dict[str, list[Handout]] = {
                     Handout(L11, "test_layer_norm", "layer_norm"),
                     Handout(L11, "test_layer_norm_backward", "layer_norm_backward"),
                     Handout("13-cross-attention", "test_cross_attention", "cross_attention"),
+                    Handout("13-cross-attention", "test_decoder_block", "decoder_block"),
                     Handout("13-cross-attention", "test_decoder_step", "decoder_step")],
 }
 
