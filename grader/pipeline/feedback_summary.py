@@ -28,8 +28,8 @@ from pathlib import Path
 import jinja2
 
 from grader.errors import CourseError
-from grader.points import number
 from grader.safe_text import for_terminal
+from grader.student.points import number
 
 SLOT = '<section id="course-summary">'  # exactly as the feedback template writes it
 SLOT_END = "</section>"

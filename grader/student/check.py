@@ -58,6 +58,7 @@ from grader.errors import UsageError
 from grader.student import deadline
 from grader.student.layout import LESSONS, ROOT, nbgrader_config, select_lessons, student_notebook, with_lesson_helpers
 from grader.student.originals import original_notebook
+from grader.student.points import number
 from grader.student.unsaved import last_unsaved_run
 
 PASSED = "passed"
@@ -225,7 +226,7 @@ def check_notebook(lesson: str, notebook: Path, *, config: Config | None = None)
 
 
 def _points(value: float) -> str:
-    return f"{value:g} point{'s' if value != 1 else ''}"
+    return f"{number(value)} point{'s' if value != 1 else ''}"
 
 
 def report(check: LessonCheck, *, root: Path = ROOT) -> str:

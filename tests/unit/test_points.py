@@ -1,4 +1,4 @@
-"""Points as every output computes and writes them (grader/points.py)."""
+"""Points as every output computes and writes them (grader/student/points.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from grader.course import ROOT
 from grader.grading.running.jobs import Result
-from grader.points import number, total
+from grader.student.points import number, total
 
 
 @pytest.mark.parametrize(("value", "text"), [(7, "7"), (7.0, "7"), (6.3, "6.3"), (1 / 3, "0.33"), (2 / 3, "0.67"),
@@ -35,4 +35,4 @@ def test_the_terminal_the_csv_and_the_feedback_page_share_one_number_format():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef) and node.name == "number":
                 defined.append(path.relative_to(ROOT).as_posix())
-    assert defined == ["grader/points.py"]
+    assert defined == ["grader/student/points.py"]

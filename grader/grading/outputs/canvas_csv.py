@@ -31,8 +31,8 @@ from traitlets.config import Configurable
 
 from grader.grading.intake.roster import ASSIGNMENT
 from grader.grading.policy.grades import Row
-from grader.points import number
 from grader.safe_text import for_csv
+from grader.student.points import number
 
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 

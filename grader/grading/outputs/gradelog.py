@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.grading.running.jobs import Result
-from grader.points import number
 from grader.safe_text import for_terminal
+from grader.student.points import number
 
 
 def line(lesson: str, result: Result, points: dict[str, float], *, now: datetime | None = None) -> str:

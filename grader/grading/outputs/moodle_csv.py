@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grader.grading.policy.grades import Row
-from grader.points import number
 from grader.safe_text import for_csv
+from grader.student.points import number
 
 HEADER = ["Identifier", "Full name", "Email address", "Grade", "Maximum Grade", "Grade can be changed",
           "Last modified (grade)", "Feedback comments"]

@@ -23,8 +23,8 @@ from grader import cell_roles
 from grader.grading.outputs import pages
 from grader.grading.policy.grades import Row, who
 from grader.grading.running.triage import ERRORS, FLAGS
-from grader.points import number
 from grader.safe_text import for_terminal
+from grader.student.points import number
 
 MAX_MESSAGE = 300  # characters of one failure message kept: the overview's layout, not a setting
 NO_MESSAGE = "no points, no error shown (partial credit, or a test that scored 0 without failing)"

@@ -18,8 +18,8 @@ from grader.grading.intake.collect import Skipped
 from grader.grading.policy.grades import Row, who
 from grader.grading.running.jobs import Result
 from grader.grading.running.triage import needs_review
-from grader.points import number
 from grader.safe_text import for_csv, for_terminal
+from grader.student.points import number
 
 
 def points_text(result: Result, points: dict[str, float]) -> str:

@@ -25,9 +25,9 @@ from grader.grading.intake.people import People, Person
 from grader.grading.policy.late import Lateness, LatePenalty, LatePolicy, lateness
 from grader.grading.policy.overrides import TOTAL, Override
 from grader.grading.running.jobs import Result
-from grader.points import number
-from grader.points import total as points_total
 from grader.safe_text import for_terminal
+from grader.student.points import number
+from grader.student.points import total as points_total
 
 NO_SUBMISSION = "no submission"
 

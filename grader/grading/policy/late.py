@@ -24,7 +24,7 @@ from traitlets import Dict, Float
 from traitlets.config import Configurable
 
 from grader.grading.intake.ids import parse_time
-from grader.points import number
+from grader.student.points import number
 
 DAY = 24 * 3600
 

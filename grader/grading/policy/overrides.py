@@ -27,8 +27,8 @@ from grader.errors import UsageError
 from grader.grading.intake.ids import normalised_id
 from grader.grading.intake.people import People
 from grader.layout import Layout
-from grader.points import number
 from grader.safe_text import for_terminal
+from grader.student.points import number
 
 TOTAL = "total"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grader.grading.running.triage import Flag
-from grader.points import total
+from grader.student.points import total
 
 
 @dataclass(frozen=True)
