@@ -39,9 +39,10 @@ from grader.pipeline.feedback_summary import FeedbackSummary, write_summary
 class LmsImport(Configurable):
     """Which LMS import files a run writes."""
 
-    lms = List(Unicode(), help="the LMS import files to write, by the LMSs' names (canvas, moodle, blackboard; "
-                               "default: the file of the LMS the students came from, by their downloads or the "
-                               "roster; every LMS's when none is known)").tag(config=True)
+    lms = List(Unicode(), help="the LMS import files to write, by the LMSs' names (each module's `name` in "
+                               "grader/grading/intake/lms/, e.g. 'canvas'; default: the file of the LMS the students "
+                               "came from, by their downloads or the roster; every LMS's when none is known)"
+               ).tag(config=True)
 
 
 def lms_files(rows: Sequence[Row], asked: Sequence[str] = ()) -> list[str]:
