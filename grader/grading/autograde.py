@@ -206,11 +206,12 @@ def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id, e.g. 03-parallel-heads")
     lms = [known for known in lmss() if not known.fallback]
+    exports = ", ".join(k.title for k in lms if k.rosters)
     parser.add_argument("--source", type=Path,
                         help=f"folder or .zip downloaded from the LMS as it came ({', '.join(k.title for k in lms)}), "
                              "or make-submit files <lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
     parser.add_argument("--roster", type=Path,
-                        help=f"the course's roster, as the LMS exports it ({', '.join(k.title for k in lms if k.rosters)}) "
+                        help=f"the course's roster, as the LMS exports it ({exports}) "
                              "or a CSV with the columns id and name: it replaces "
                              "the roster remembered from earlier runs")
     parser.add_argument("--format", dest="download_format",

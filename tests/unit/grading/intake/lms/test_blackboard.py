@@ -74,7 +74,8 @@ def test_the_receipt_is_read_from_its_head_and_its_last_files_list():
 
 @pytest.mark.parametrize(("written", "zone", "expected"), [
     ("Monday, 30 November 2026 10:00:00 o'clock GMT", "UTC", datetime(2026, 11, 30, 10, 0, tzinfo=UTC)),
-    ("Tuesday, 27 November 2018 15:38:53 o'clock CET", "Europe/Amsterdam", datetime(2018, 11, 27, 14, 38, 53, tzinfo=UTC)),
+    ("Tuesday, 27 November 2018 15:38:53 o'clock CET", "Europe/Amsterdam",
+     datetime(2018, 11, 27, 14, 38, 53, tzinfo=UTC)),  # CodeGra.de's test receipt
     ("Tuesday, 2 June 2026 15:38:53 o'clock CEST", "Europe/Amsterdam", datetime(2026, 6, 2, 13, 38, 53, tzinfo=UTC)),
     ("Wednesday, September 24, 2014 10:13:05 PM CDT", "America/Chicago", datetime(2014, 9, 25, 3, 13, 5, tzinfo=UTC)),
 ])

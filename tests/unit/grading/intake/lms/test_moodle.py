@@ -19,7 +19,8 @@ WORKSHEET = 'Identifier,Full name,Email address\n"Participant 88001",Ada Lovelac
 
 def test_flat_and_folder_names_say_the_participant_and_everything_in_a_folder_is_theirs():
     flat = "Ada Lovelace_88001_assignsubmission_file_03-parallel-heads.ipynb"
-    inner = f"Mallory_88009_assignsubmission_file_/deep/{submission_filename('03-parallel-heads', 'ada', '20261201-000000')}"
+    made = submission_filename("03-parallel-heads", "ada", "20261201-000000")
+    inner = f"Mallory_88009_assignsubmission_file_/deep/{made}"
     found = Moodle().read_download({flat: None, inner: None})
     assert (found[flat].grading_id, found[flat].name, found[flat].file_id) == (
         "moodle_88001", "Ada Lovelace", "03-parallel-heads.ipynb")
