@@ -26,7 +26,8 @@ upload file.
   is not Blackboard's.
 - **Roster** (Grade Centre > Work Offline > Download, Full Grade Centre, comma delimited): `Last Name`,
   `First Name`, `Username`, `Student ID`, then one column per Grade Centre column,
-  `<name> [Total Pts: <points> <display>] |<column id>`, kept as the roster's assignments.
+  `<name> [Total Pts: <points> <display>] |<column id>`, kept as the roster's assignments (the order
+  as scripts read the download, Zohair-coder/CS270-grading-assistant; the headers as they name them).
 - **Ids**: `blackboard_<username>` (lower case; a username with other characters made readable and
   unique, grader.grading.intake.ids.script_id).
 - **Import** (Grade Centre > Work Offline > Upload): `Last Name`, `First Name`, `Username`, `Student ID`,
@@ -124,7 +125,7 @@ def receipt_time(written: str, zone_name: str) -> datetime | str:
         return f"c.BlackboardDownload.time_zone {for_terminal(zone_name)!r} is no IANA time zone"
     text = written.replace(" o'clock", "").strip()
     body, _, named = text.rpartition(" ")
-    if not re.fullmatch(r"[A-Z]{1,6}", named):
+    if not re.fullmatch(r"[A-Z]{1,6}", named) or named in ("AM", "PM"):
         body, named = text, ""
     body = re.sub(r"^[^\W\d]+, ", "", body)  # the weekday
     for form in TIME_FORMS:

@@ -78,6 +78,7 @@ def test_the_receipt_is_read_from_its_head_and_its_last_files_list():
      datetime(2018, 11, 27, 14, 38, 53, tzinfo=UTC)),  # CodeGra.de's test receipt
     ("Tuesday, 2 June 2026 15:38:53 o'clock CEST", "Europe/Amsterdam", datetime(2026, 6, 2, 13, 38, 53, tzinfo=UTC)),
     ("Wednesday, September 24, 2014 10:13:05 PM CDT", "America/Chicago", datetime(2014, 9, 25, 3, 13, 5, tzinfo=UTC)),
+    ("Wednesday, September 24, 2014 10:13:05 PM", "America/Chicago", datetime(2014, 9, 25, 3, 13, 5, tzinfo=UTC)),
 ])
 def test_the_receipts_time_is_read_in_the_servers_zone(written, zone, expected):
     assert receipt_time(written, zone) == expected
