@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
-from traitlets.config import Config
+from traitlets.config import Config, Configurable
 
 from grader.grading.intake.ids import normalised_id, script_id
 
@@ -105,7 +105,9 @@ class Lms(ABC):
 
     name: ClassVar[str]  # the download format's name (--format), the import file's (<lesson>-<name>.csv), ids' prefix
     title: ClassVar[str]  # as people call it: "Canvas"
+    order: ClassVar[int] = 50  # its place among the LMSs: the order formats are tried, rosters recognised, files listed
     fallback: ClassVar[bool] = False  # its download is used only when no other format fits the whole download
+    settings: ClassVar[tuple[type[Configurable], ...]] = ()  # its option classes (traitlets, with help=)
     rosters: ClassVar[tuple[RosterFormat, ...]] = ()
     writes_import: ClassVar[bool] = False
 

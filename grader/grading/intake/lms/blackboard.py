@@ -158,6 +158,8 @@ class GradeCentre(RosterFormat):
 class Blackboard(Lms):
     name = "blackboard"
     title = "Blackboard"
+    order = 30
+    settings = (BlackboardDownload, BlackboardImport)
     rosters = (GradeCentre("blackboard", frozenset({"last name", "first name", "username", "student id"}),
                             {"last": "last name", "first": "first name", "lms_id": "username",
                              "sis_user_id": "student id"}, assignment=COLUMN),)

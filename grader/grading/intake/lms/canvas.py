@@ -54,6 +54,8 @@ class CanvasImport(Configurable):
 class Canvas(NamedFiles):
     name = "canvas"
     title = "Canvas"
+    order = 10
+    settings = (CanvasImport,)
     pattern = r"(?P<name>[^_/]+)_(?:(?P<late>LATE)_)?(?P<lms_id>\d+)_(?P<submission_id>\d+)_(?P<file_id>[^/]+)"
     rosters = (RosterFormat("canvas", frozenset({"student", "id", "sis login id"}),
                             {"name": "student", "lms_id": "id", "sis_user_id": "sis user id",
@@ -69,9 +71,9 @@ class Canvas(NamedFiles):
 
     def write_import(self, path: Path, lesson: str, lines: Sequence[GradeLine], points: Mapping[str, float], *,
                      assignments: Sequence[str] = ()) -> str:
-        settings = CanvasImport(config=self.config)
-        header, warning = column(lesson, settings.columns.get(lesson, ""), assignments)
-        exercises = list(points) if settings.per_exercise else []
+        chosen = CanvasImport(config=self.config)
+        header, warning = column(lesson, chosen.columns.get(lesson, ""), assignments)
+        exercises = list(points) if chosen.per_exercise else []
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)

@@ -20,6 +20,7 @@ from grader.student.submission_names import SUBMISSION_REGEXP, SUBMISSION_TIME_F
 class MakeSubmit(NamedFiles):
     name = "make-submit"
     title = "make submit"
+    order = 90
     fallback = True
     pattern = r"(?:.*/)?" + SUBMISSION_REGEXP
 

@@ -59,6 +59,7 @@ class Export(RosterFormat):
 class Moodle(NamedFiles):
     name = "moodle"
     title = "Moodle"
+    order = 20
     pattern = r"(?P<name>[^/]+?)_(?P<lms_id>\d+)_assignsubmission_[a-z]+_(?:/(?P<inner>.+/)?)?(?P<file_id>[^/]+)"
     rosters = (Worksheet("moodle-worksheet", frozenset({"identifier", "full name"}),
                          {"lms_id": "identifier", "name": "full name", "email": "email address"}),

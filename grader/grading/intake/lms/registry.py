@@ -1,7 +1,8 @@
 """The LMSs the course knows, in one list, and the one decision about a download every LMS takes part in.
 
-`LMSS` names every LMS module's class; adding an LMS is adding its module and its line here (docs/
-development.md, "Adding an LMS"). The rest of the grader asks this module:
+`LMSS` is every LMS, found as the `Lms` class of each module of this package but base.py and this one,
+in their `order`: adding an LMS is adding its module (docs/development.md, "Adding an LMS"). The rest of
+the grader asks this module:
 
 - `decide`: which format a download is in, from every file of it: the one format whose LMS claims
   every file (`Lms.read_download`). A download that mixes formats is refused with the files that do
@@ -14,20 +15,39 @@ development.md, "Adding an LMS"). The rest of the grader asks this module:
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
-from traitlets.config import Config
+from traitlets.config import Config, Configurable
 
 from grader.errors import BadDownload
 from grader.grading.intake.lms.base import Lms, Match, Opener, RosterFormat
-from grader.grading.intake.lms.blackboard import Blackboard
-from grader.grading.intake.lms.canvas import Canvas
-from grader.grading.intake.lms.make_submit import MakeSubmit
-from grader.grading.intake.lms.moodle import Moodle
 from grader.safe_text import for_terminal
 
-LMSS: tuple[type[Lms], ...] = (Canvas, Moodle, Blackboard, MakeSubmit)
 SHOWN = 20  # files listed in a refusal
+NOT_AN_LMS = ("base", "registry")
+
+
+def _found() -> tuple[type[Lms], ...]:
+    """The Lms class of every module of this package but NOT_AN_LMS, in their `order`."""
+    kinds = []
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if module.name not in NOT_AN_LMS:
+            loaded = importlib.import_module(f"{__package__}.{module.name}")
+            kinds += [kind for kind in vars(loaded).values() if inspect.isclass(kind) and issubclass(kind, Lms)
+                      and kind.__module__ == loaded.__name__ and not inspect.isabstract(kind)]
+    return tuple(sorted(kinds, key=lambda kind: (kind.order, kind.name)))
+
+
+LMSS = _found()
+
+
+def settings() -> list[type[Configurable]]:
+    """Every LMS's option classes, in the LMSs' order (docs/configuration.md lists them)."""
+    return [cls for kind in LMSS for cls in kind.settings]
 
 
 def lmss(config: Config | None = None) -> tuple[Lms, ...]:
