@@ -216,7 +216,7 @@ def _receipt(read: Opener) -> Receipt | None:
         data = read()
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error):  # no receipt; collect reports the file
         return None
-    return None if len(data) > RECEIPT_BYTES else read_receipt(data.decode("utf-8", errors="replace"))
+    return None if len(data) > RECEIPT_BYTES else read_receipt(data.decode("utf-8-sig", errors="replace"))
 
 
 def _last_first(name: str) -> tuple[str, str]:

@@ -55,6 +55,12 @@ def test_every_attached_file_needs_its_receipt_and_its_receipts_listing():
             registry.decide(opened(entries))
 
 
+def test_a_receipt_with_windows_line_ends_and_a_byte_order_mark_is_read():
+    receipt = "Lesson_3_alovelace_attempt_2026-11-30-10-00-00.txt"
+    windows = {**ADA, receipt: b"\xef\xbb\xbf" + ADA[receipt].replace("\n", "\r\n").encode()}
+    assert set(Blackboard().read_download(opened(windows))) == set(ADA)
+
+
 def test_a_receipt_whose_username_does_not_end_blackboards_part_of_the_name_is_none():
     wrong = {name.replace("alovelace", "someone"): content for name, content in ADA.items()}
     assert Blackboard().read_download(opened(wrong)) == {}  # the receipt says alovelace, the names someone
