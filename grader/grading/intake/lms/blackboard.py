@@ -154,7 +154,6 @@ class GradeCentre(RosterFormat):
         return values
 
 
-
 class Blackboard(Lms):
     name = "blackboard"
     title = "Blackboard"
