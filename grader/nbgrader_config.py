@@ -106,10 +106,12 @@ c.LatePenalty.percent_per_day = 10.0  # of the notebook's score, per started day
 c.LatePenalty.max_percent = 100.0
 c.LatePolicy.deadlines = {}  # e.g. {"03-parallel-heads": "2026-12-01 23:59:00 UTC"}
 c.LatePolicy.extensions = {}  # e.g. {"03-parallel-heads": {"ada": 48}}: hours, per student
-# ---- the Canvas import CSV (grader/grading/outputs/canvas_csv.py): name each lesson's column as Canvas's own
-# gradebook export heads the assignment, so that an import updates it rather than creating one.
+# ---- the LMSs (grader/grading/intake/lms/, one module each). Canvas's and Blackboard's import files: name each
+# lesson's column as the LMS's own export heads it, so that an import updates it rather than creating one.
 c.CanvasImport.columns = {}  # e.g. {"03-parallel-heads": "Lesson 3: parallel heads (123456)"}
 c.CanvasImport.per_exercise = False
+c.BlackboardImport.columns = {}  # e.g. {"03-parallel-heads": "Lesson 3 [Total Pts: 15 Score] |123456"}
+c.BlackboardDownload.time_zone = "UTC"  # the Blackboard server's zone, e.g. "Europe/Amsterdam"
 # ---- which LMS import files a run writes (grader/grading/outputs/lesson_reports.py): by default that of the LMS
-# the students came from (both when none is known); name them to have both.
+# the students came from (every LMS's when none is known); name those to write.
 c.LmsImport.lms = []  # e.g. ["canvas", "moodle"]

@@ -752,3 +752,42 @@ def grade_rows(lesson: str, results, points: dict[str, float], *, roster: str = 
                    for r in results}
     return grades.build(lesson, results, points, people=people, submissions=submissions,
                         policy=policy or late.LatePolicy(), penalty=late.LatePenalty(), overrides=overrides or {})
+
+
+def lms_import(name: str, path: Path, lesson: str, rows, points: dict[str, float], *, config=None,
+               assignments: tuple[str, ...] = ()) -> tuple[list[list[str]], str]:
+    """The rows of LMS `name`'s import file for grade `rows` (grade_rows), as csv reads them, and its warning."""
+    import csv
+
+    from grader.grading.intake.lms import registry
+    from grader.grading.outputs.lesson_reports import grade_line
+
+    warning = registry.get(name, config).write_import(path, lesson, [grade_line(r) for r in rows], points,
+                                                      assignments=assignments)
+    return list(csv.reader(path.read_text(encoding="utf-8").splitlines())), warning
+
+
+def blackboard_receipt(assignment: str, username: str, name: str, submitted: str, files: dict[str, str], *,
+                       comments: str = "There are no student comments for this assignment.") -> str:
+    """Blackboard's receipt of one attempt (its `<Assignment>_<username>_attempt_<time>.txt`), listing `files`
+    (the student's file name -> the name in the zip), as CodeGra.de's test data and parser give its form."""
+    listed = "".join(f"\tOriginal filename: {own}\n\tFilename: {zipped}\n" for own, zipped in files.items())
+    return (f"Name: {name} ({username})\nAssignment: {assignment}\nDate Submitted: {submitted}\nCurrent Grade: "
+            "Needs Grading\n\nSubmission Field:\nThere is no student submission text data for this assignment.\n\n"
+            f"Comments:\n{comments}\n\nFiles:\n{listed}\n")
+
+
+def blackboard_attempt(assignment: str, username: str, name: str, when: tuple[int, ...], files: dict[str, object],
+                       *, zone: str = "GMT", comments: str = "There are no student comments for this assignment."
+                       ) -> dict[str, object]:
+    """The entries of one attempt in Blackboard's Assignment File Download: each of `files` (the student's file
+    name -> content) as `<Assignment>_<username>_attempt_<time>_<file>`, and the receipt listing them, with
+    `when` (y, m, d, H, M, S) written as Blackboard's English receipts write it, in `zone`."""
+    from datetime import datetime
+
+    moment = datetime(*when)
+    prefix = f"{assignment.replace(' ', '_')}_{username}_attempt_{moment:%Y-%m-%d-%H-%M-%S}"
+    named = {own: f"{prefix}_{own}" for own in files}
+    submitted = f"{moment:%A, %d %B %Y %H:%M:%S} o'clock {zone}"
+    return {f"{prefix}.txt": blackboard_receipt(assignment, username, name, submitted, named, comments=comments),
+            **{named[own]: content for own, content in files.items()}}

@@ -17,6 +17,7 @@ from pathlib import Path
 from traitlets import import_item
 
 from grader.course import ROOT, nbgrader_config
+from grader.grading.intake.lms.registry import settings
 
 OUTPUT = ROOT / "docs" / "configuration.md"
 
@@ -29,13 +30,13 @@ CLASSES = (
     "grader.pipeline.inject_trusted_checks.InjectTrustedChecks",
     "grader.pipeline.safe_feedback_page.SafeFeedbackExporter",
     "grader.grading.running.supervisor.GradingProcesses",
-    "grader.grading.intake.lms.DownloadFormats",
     "grader.grading.policy.late.LatePolicy",
     "grader.grading.policy.late.LatePenalty",
-    "grader.grading.outputs.canvas_csv.CanvasImport",
     "grader.grading.outputs.lesson_reports.LmsImport",
     "grader.grading.outputs.similarity.SimilarityReport",
     "grader.student.originals.Originals",
+    # then each LMS's own (Lms.settings of grader/grading/intake/lms/), in the LMSs' order
+    *(f"{cls.__module__}.{cls.__name__}" for cls in settings()),
 )
 
 HEADER = """# Configuration reference

@@ -23,11 +23,10 @@ from grader.errors import CannotGradeSafely, NotReleased
 from grader.gradebook import open_gradebook, require_course_id
 from grader.grading.intake.collect import Skipped, collect
 from grader.grading.intake.enrolment import enrol
-from grader.grading.intake.lms import DownloadFormats
+from grader.grading.intake.lms.registry import lmss
 from grader.grading.intake.people import registry
 from grader.grading.intake.roster import Roster
 from grader.grading.outputs import gradelog, lesson_reports, report
-from grader.grading.outputs.canvas_csv import CanvasImport
 from grader.grading.outputs.lesson_reports import LmsImport
 from grader.grading.outputs.similarity import SimilarityReport
 from grader.grading.policy import grades, late, overrides
@@ -121,7 +120,7 @@ def main(*, lesson: str, course: Path = ROOT, source: Path | None = None, roster
         with registry(layout.people) as people:
             roster_changes = people.apply_roster(table) if table is not None else None
             collected = collect(lesson, layout.submitted, layout.attempts, source, people=people, now=now,
-                                formats=DownloadFormats(config=config).formats, forced=download_format,
+                                config=config, forced=download_format,
                                 replace_edits=replace_edits)
         enrol(gradebook, collected.students, {p.id: (p.name, p.email) for p in people.persons.values()})
         ungraded = {student for student in collected.students if not has_grades(gradebook, lesson, student)}
@@ -163,7 +162,7 @@ def main(*, lesson: str, course: Path = ROOT, source: Path | None = None, roster
     else:
         plot.unlink(missing_ok=True)  # no plot of an earlier batch may pass for this one's
     written, details = lesson_reports.write(lesson, rows, points, layout, before=before, labels=labels,
-                                            canvas=CanvasImport(config=config), assignments=people.assignments,
+                                            config=config, roster_lms=people.roster_lms, assignments=people.assignments,
                                             lms=LmsImport(config=config).lms, similar=SimilarityReport(config=config))
     files = {"grades": csv_path, **({"plot": plot} if graded else {}), **written,
              "feedback": layout.feedback / "<student>" / lesson, "log": log}
@@ -206,15 +205,18 @@ def _run(jobs: list[Job], executor: Executor, done) -> list[Result]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id, e.g. 03-parallel-heads")
+    lms = [known for known in lmss() if not known.fallback]
+    exports = ", ".join(k.title for k in lms if k.rosters)
     parser.add_argument("--source", type=Path,
-                        help="folder or .zip downloaded from the LMS: Canvas's or Moodle's download, or "
-                             "make-submit files <lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
+                        help=f"folder or .zip downloaded from the LMS as it came ({', '.join(k.title for k in lms)}), "
+                             "or make-submit files <lesson>_<student>_attempt_<YYYYMMDD-HHMMSS>_<lesson>.ipynb")
     parser.add_argument("--roster", type=Path,
-                        help="the course's roster, as the LMS exports it (Canvas's gradebook export, Moodle's grading "
-                             "worksheet or participants export) or a CSV with the columns id and name: it replaces "
+                        help=f"the course's roster, as the LMS exports it ({exports}) "
+                             "or a CSV with the columns id and name: it replaces "
                              "the roster remembered from earlier runs")
     parser.add_argument("--format", dest="download_format",
-                        help="the download's format (canvas, moodle, make-submit) when its files fit more than one")
+                        help=f"the download's format ({', '.join(lms.name for lms in lmss())}) when its files fit "
+                             "more than one")
     parser.add_argument("--replace-edits", action="store_true",
                         help="grade a newer attempt instead of a submission edited by hand (the edit is kept aside)")
     parser.add_argument("--workers", type=int, help="grading processes (default: one more than the cores)")

@@ -40,7 +40,7 @@ def id_from_name(name: str) -> str:
 
     Latin letters lose their accents ("Zoë" gives `zoe`); letters of other scripts are kept as
     they are ("李雷" stays `李雷`), and the instructor's collect step turns them into a readable
-    ASCII id of their own (grader.grading.intake.lms).
+    ASCII id of their own (grader.grading.intake.lms.make_submit).
     """
     folded = unicodedata.normalize("NFKC", name).casefold()
     stripped = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))

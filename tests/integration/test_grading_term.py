@@ -11,6 +11,10 @@ orders: each must give the same files byte for byte.
 One file of the first download is an attack: a student who names their upload
 `x_1002_assignsubmission_file_<lesson>.ipynb`, so that Canvas's entry also reads as Moodle's name for
 participant 1002, a classmate. The download is Canvas's as a whole, so the file is its sender's.
+
+A Blackboard term's first run is checked the same way: its Assignment File Download (receipts and
+attached files, one of them named as Blackboard names a classmate's later attempt) with its Grade
+Centre export as the roster, the times read from the receipts in the server's zone.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import pytest
 from grader.grading import autograde
 from grader.grading.policy import overrides
 from grader.layout import GRADEBOOK, GRADES, SUBMITTED
-from tests.support import COUNT_SANDBOXED_KERNELS, Course, Variant, build, mistake
+from tests.support import COUNT_SANDBOXED_KERNELS, Course, Variant, blackboard_attempt, build, mistake
 
 LESSON = "01-single-head"
 HEADER = "student,name,test_softmax,test_attention,total,late,penalty,final,status,notes"
@@ -232,6 +236,49 @@ def test_a_term_of_reruns_keeps_every_row_right(term):
     assert term.kernels == 0 and term.canvas()[0] == "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 1 (9999)"
     assert ("WARNING: the Canvas import CSV's column 'Lesson 1 (9999)' is no assignment of the Canvas gradebook "
             "export given as the roster") in text and "the export's assignments: 01-single-head (5501)" in text
+
+
+# Blackboard's Grade Centre export: its column for the lesson, whose id after "|" its upload matches.
+BLACKBOARD_ROSTER = ('"Last Name","First Name","Username","Student ID","Last Access","Availability",'
+                     '"01-single-head [Total Pts: 7 Score] |5501"\n'
+                     '"Lovelace","Ada","ada","S1","","Yes",""\n"Hopper","Grace","grace","S2","","Yes",""\n'
+                     '"Moneypenny","Eve","eve","S3","","Yes",""\n"Turing","Alan","alan","S4","","Yes",""\n')
+# Attempts (username, name, the server's local time in Amsterdam, what was handed in, the student's file name).
+# Alan names his upload as Blackboard names a later attempt of Grace's.
+BLACKBOARD_ATTEMPTS = [
+    ("ada", "Ada Lovelace", (2026, 11, 30, 11, 0, 0), "reference", f"{LESSON}.ipynb"),
+    ("grace", "Grace Hopper", (2026, 12, 2, 10, 0, 0), "mistake", f"{LESSON}.ipynb"),
+    ("alan", "Alan Turing", (2026, 11, 30, 12, 0, 0), "untouched",
+     f"Lesson_1_grace_attempt_2026-12-03-10-00-00_{LESSON}.ipynb")]
+
+
+def test_a_blackboard_download_is_graded_by_username_and_receipt_time_into_the_grade_centre_file(term):
+    term.configure(DEADLINE, "c.BlackboardDownload.time_zone = 'Europe/Amsterdam'\n")
+    archive = term.root / "gradebook_Lesson_1.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for username, name, when, what, own in BLACKBOARD_ATTEMPTS:
+            entries = blackboard_attempt("Lesson 1", username, name, when,
+                                         {own: nbformat.writes(term.notebooks[what])}, zone="CET")
+            for entry, content in entries.items():  # the zip's own times are a day after the deadline: not read
+                handle.writestr(zipfile.ZipInfo(entry, date_time=(2026, 12, 2, 12, 0, 0)), content)
+    text, _ = term.run(source=archive, roster=term.roster(BLACKBOARD_ROSTER))
+    assert term.kernels == 3 and "download format: blackboard" in text and "WARNING" not in text
+    assert "not collected (files)    0" in text
+    assert term.grades() == [HEADER,
+                             'blackboard_ada,"Lovelace, Ada",3,4,7,,,7,graded,',
+                             'blackboard_alan,"Turing, Alan",0,0,0,,,0,graded,',
+                             'blackboard_eve,"Moneypenny, Eve",,,,,,,no submission,',
+                             'blackboard_grace,"Hopper, Grace",0,4,4,late 21 h 0 min (-0.4 points),0.4,3.6,graded,']
+    assert (term.root / GRADES / f"{LESSON}-blackboard.csv").read_text().splitlines() == [
+        '"Last Name","First Name","Username","Student ID","01-single-head [Total Pts: 7 Score] |5501"',
+        '"Lovelace","Ada","ada","S1","7"',
+        '"Turing","Alan","alan","S4","0"',
+        '"Moneypenny","Eve","eve","S3",""',
+        '"Hopper","Grace","grace","S2","3.6"']
+    assert not (term.root / GRADES / f"{LESSON}-canvas.csv").exists()
+    assert not (term.root / GRADES / f"{LESSON}-moodle.csv").exists()
+    with zipfile.ZipFile(term.root / GRADES / f"{LESSON}-feedback.zip") as bundle:
+        assert sorted(bundle.namelist()) == [f"{u}_{LESSON}-feedback.html" for u in ("ada", "alan", "grace")]
 
 
 @pytest.mark.more_cases

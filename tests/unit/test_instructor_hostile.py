@@ -15,14 +15,16 @@ import pytest
 from grader import cell_roles
 from grader.course import student_notebook
 from grader.errors import BadDownload
-from grader.grading.intake import lms
 from grader.grading.intake.collect import collect
 from grader.grading.intake.ids import SAFE_ID
+from grader.grading.intake.lms import registry
+from grader.grading.intake.lms.canvas import Canvas
 from grader.grading.intake.people import People
 from grader.grading.intake.roster import Roster
-from grader.grading.outputs import canvas_csv, overview, similarity
+from grader.grading.outputs import overview, similarity
+from grader.grading.policy import grades, late
 from grader.grading.running.jobs import Result
-from tests.support import FIXTURES, Variant, build, grade_rows
+from tests.support import FIXTURES, Variant, blackboard_attempt, build, grade_rows, lms_import
 
 LESSON = "03-parallel-heads"
 RELEASE = student_notebook(LESSON)
@@ -55,7 +57,7 @@ def test_hostile_names_in_a_canvas_zip_are_refused_inert_and_write_nothing(tmp_p
 
 
 def test_hostile_names_that_fit_canvas_give_ids_from_the_number_only_and_are_reported_inert(tmp_path):
-    fitting = {key: name for key, name in ATTACKS["zip_names"].items() if lms.match(name, lms.FORMATS["canvas"])}
+    fitting = {key: name for key, name in ATTACKS["zip_names"].items() if Canvas().read_download({name: None})}
     assert set(fitting) >= {"terminal_escape", "bidi", "newline", "formula"}
     archive = tmp_path / "submissions.zip"
     with zipfile.ZipFile(archive, "w") as handle:
@@ -89,16 +91,35 @@ def test_no_file_name_a_student_chooses_takes_a_classmates_place(tmp_path, attac
         assert done.submissions[student].lms_late
 
 
-def test_a_hostile_roster_reaches_the_canvas_csv_as_text_never_a_formula(tmp_path):
+@pytest.mark.parametrize("lms", [lms.name for lms in registry.importers()])
+def test_a_hostile_roster_reaches_every_lms_import_file_as_text_never_a_formula(tmp_path, lms):
     text = ATTACKS["roster"]["csv"]
     roster = Roster.parse(text)
     results = [Result(s.id, "graded", scores=dict(POINTS)) for s in roster.students]
-    rows = grade_rows(LESSON, results, POINTS, roster=text)
-    written = canvas_csv.write(tmp_path / "canvas.csv", LESSON, rows, POINTS)
-    for row in list(csv.reader(written.read_text(encoding="utf-8").splitlines()))[2:]:
+    written, _ = lms_import(lms, tmp_path / f"{lms}.csv", LESSON, grade_rows(LESSON, results, POINTS, roster=text),
+                            POINTS)
+    assert len(written) >= 4
+    for row in written[1:]:
         assert not any(cell.startswith(FORMULA) for cell in row), row
-    names = {row[3]: row[0] for row in csv.reader(written.read_text(encoding="utf-8").splitlines())}
-    assert names["fred"].startswith("'=")
+    assert any(cell.startswith("'=cmd") for row in written for cell in row), written  # fred's name, escaped
+
+
+def test_a_blackboard_receipts_name_reaches_the_upload_file_as_text_never_a_formula(tmp_path):
+    name = ATTACKS["blackboard"]["formula_name"]
+    archive = tmp_path / "bb.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for entry, content in blackboard_attempt("Lesson 3", "eve", name, (2026, 11, 30, 10, 0, 0),
+                                                 {f"{LESSON}.ipynb": "{}"}).items():
+            handle.writestr(zipfile.ZipInfo(entry, date_time=(2026, 11, 30, 10, 0, 0)), content)
+    people = People(tmp_path / "people.json")
+    done = collect(LESSON, tmp_path / "submitted", tmp_path / "attempts", archive, people=people, now=NOW)
+    assert done.format == "blackboard" and done.students == ["blackboard_eve"]
+    rows = grades.build(LESSON, [Result("blackboard_eve", "graded", scores=dict(POINTS))], POINTS, people=people,
+                        submissions=done.submissions, policy=late.LatePolicy(), penalty=late.LatePenalty(),
+                        overrides={})
+    written, _ = lms_import("blackboard", tmp_path / "blackboard.csv", LESSON, rows, POINTS)
+    assert written[1][:3] == ["'=HYPERLINK(\"http://evil.example\")", "", "eve"], written
+    assert not any(cell.startswith(FORMULA) for row in written for cell in row)
 
 
 def test_hostile_failure_messages_are_inert_in_the_terminal_and_on_the_page(tmp_path):
@@ -146,16 +167,17 @@ def test_a_huge_answer_costs_the_similarity_report_no_more_than_its_cap(tmp_path
 
 
 def test_an_override_reason_with_escapes_is_inert_in_every_csv_the_overview_and_the_terminal(tmp_path):
-    from grader.grading.outputs import moodle_csv, report
+    from grader.grading.outputs import report
     from grader.grading.policy.overrides import TOTAL, Override
 
     reason = ATTACKS["override"]["reason"]
     roster = f'Student,ID,SIS User ID,SIS Login ID,Section\n"{ATTACKS["names"]["terminal"]}",1001,S1,mal,A\n'
     rows = grade_rows(LESSON, [Result("canvas_1001", "graded", scores=dict(POINTS))], POINTS, roster=roster,
                       overrides={"canvas_1001": {TOTAL: Override(1.0, reason, "then")}})
-    written = [report.write_csv(tmp_path / "grades.csv", rows, POINTS),
-               canvas_csv.write(tmp_path / "canvas.csv", LESSON, rows, POINTS),
-               moodle_csv.write(tmp_path / "moodle.csv", rows, POINTS)]
+    written = [report.write_csv(tmp_path / "grades.csv", rows, POINTS)]
+    for lms in registry.importers():
+        lms_import(lms.name, tmp_path / f"{lms.name}.csv", LESSON, rows, POINTS)
+        written.append(tmp_path / f"{lms.name}.csv")
     for path in written:
         text = path.read_bytes().decode("utf-8")
         assert not UNSAFE.search(text.replace("\r\n", "")), (path.name, text)  # only csv's own row ends

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader.grading.intake import lms
+from grader.grading.intake.lms.base import Match
+from grader.grading.intake.lms.registry import decide
 from grader.grading.intake.people import People, registry
 from grader.grading.intake.roster import Roster
 from grader.student.submission_names import submission_filename
@@ -15,9 +16,9 @@ CANVAS_1 = HEAD + '"Lovelace, Ada",1001,S1,ada,A\n"Hopper, Grace",1002,S2,grace,
 CANVAS_2 = HEAD + '"Lovelace, Ada",1001,S1,ada,B\n"Hopper, Grace M.",1002,S2,g,A\n"Smith, Sam",1005,S5,sam,A\n'
 
 
-def canvas_file(name: str, number: str) -> lms.Match:
+def canvas_file(name: str, number: str) -> Match:
     path = f"{name}_{number}_7{number}_03-parallel-heads.ipynb"
-    return lms.decide([path])[1][path]
+    return decide([path])[1][path]
 
 
 def test_a_person_keeps_one_id_with_and_without_the_roster_in_either_order(tmp_path):
@@ -59,7 +60,7 @@ def test_make_submit_ids_are_normalised_and_look_alikes_stay_apart(tmp_path):
 
     def submit(student: str):
         name = submission_filename("03-parallel-heads", student, "20261129-140500")
-        return people.identify(lms.decide([name])[1][name])
+        return people.identify(decide([name], "03-parallel-heads")[1][name])
 
     assert submit("Ada").id == submit("ada").id == "ada"
     cyrillic = submit("аda")  # a Cyrillic а

@@ -4,7 +4,7 @@ folder is derived from those facts on every run.
 Submissions arrive in two ways:
 
 - as notebooks downloaded from an LMS, in a folder or a .zip (`source`): the download's format is
-  decided once for all its files (grader.grading.intake.lms.decide), and each file's person comes from
+  decided once for all its files (grader.grading.intake.lms.registry.decide), and each file's person comes from
   what the LMS wrote (grader.grading.intake.people), never from the part of the name the student chose;
 - already in nbgrader's layout, `<submitted>/<student>/<lesson>/<lesson>.ipynb` with nbgrader's
   `timestamp.txt`: put there by `nbgrader collect` from a JupyterHub exchange (the folder is the
@@ -43,9 +43,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from traitlets.config import Config
+
 from grader.errors import BadDownload
-from grader.grading.intake import lms
 from grader.grading.intake.ids import ID_RULE, in_future, normalised_id, parse_time
+from grader.grading.intake.lms import registry
+from grader.grading.intake.lms.base import Match
 from grader.grading.intake.people import People
 from grader.layout import TIMESTAMP
 from grader.safe_text import for_terminal
@@ -107,16 +110,18 @@ class Collected:
 
 
 def collect(lesson: str, submitted: Path, attempts: Path, source: Path | None = None, *, people: People,
-            now: datetime | None = None, formats: dict[str, str] | None = None, forced: str | None = None,
+            now: datetime | None = None, config: Config | None = None, forced: str | None = None,
             replace_edits: bool = False) -> Collected:
     """Keep the downloads in `source` (a folder or .zip, if given) as attempts, then derive the
-    lesson's submitted folder from every attempt stored, and list its submissions."""
+    lesson's submitted folder from every attempt stored, and list its submissions. `config`: the course's
+    configuration (the LMSs' own settings); `forced`: the download's format, when given (--format)."""
     result = Collected([])
     store = attempts / lesson
     if source is not None:
         entries = list(_downloads(source, result.skipped))
         if entries:
-            result.format, matches = lms.decide([path for path, _, _ in entries], formats, forced=forced)
+            result.format, matches = registry.decide({path: read for path, read, _ in entries}, lesson, forced=forced,
+                                                     config=config)
             for path, read, modified in entries:
                 _keep(lesson, store, path, matches[path], read, modified, people, result, now)
     for folder in sorted(p for p in store.glob("*") if p.is_dir()) if store.is_dir() else []:
@@ -147,21 +152,18 @@ def read_submission(folder: Path, student: str) -> Submission:
                       record.get("upload_prefix", ""), edited)
 
 
-def _keep(lesson: str, store: Path, path: str, found: lms.Match, read: Callable[[], bytes], modified: datetime,
+def _keep(lesson: str, store: Path, path: str, found: Match, read: Callable[[], bytes], modified: datetime,
           people: People, result: Collected, now: datetime | None) -> None:
     """Store one downloaded file as an attempt of the person the LMS says it is, or list why not."""
     shown = for_terminal(path)
+    if found.evidence:  # the LMS's own record of a submission (Blackboard's receipt), read by its module
+        return
     if not path.endswith(".ipynb"):
         result.skipped.append(Skipped(shown, "not a notebook (.ipynb): not graded"))
         return
-    if found.format == lms.SUBMIT:
-        other = path.rsplit("/", 1)[-1].split("_", 1)[0]
-        if other != lesson or found.file_id != f"{lesson}.ipynb":
-            result.skipped.append(Skipped(shown, f"a submission for {for_terminal(other)}, not {lesson}"))
-            return
-        if normalised_id(found.student_id) is None and found.student_id.isascii():
-            result.skipped.append(Skipped(shown, f"the student id must be {ID_RULE}"))
-            return
+    if found.problem:
+        result.skipped.append(Skipped(shown, for_terminal(found.problem)))
+        return
     when = found.timestamp or modified
     if in_future(when, now):
         result.skipped.append(Skipped(shown, f"its time {when:%Y-%m-%d %H:%M:%S} UTC is in the future"))

@@ -2,13 +2,13 @@
 
 Kept in the course's state as `people.json` (Layout.people). A person is met through a roster row
 or a downloaded file, and is known from then on by the keys the LMS or hub assigned them:
-`lms:<number>` (Canvas's user id, Moodle's participant id), `hub:<user name>`, or `submit:<id>`
+`lms:<id>` (Canvas's user id, Moodle's participant id, Blackboard's username), `hub:<user name>`, or `submit:<id>`
 for a `make submit` file gathered by the instructor. The id a person gets on first meeting never
 changes, so no run creates a second id for a known person, whatever order runs come in:
 
-- from a file of an LMS download, without a roster: the LMS and its number for the person
-  (`canvas_1001`, `moodle_88001`), never the name (names change during a term) nor anything of the
-  part of the file name the student chose; a `make submit` file's own id;
+- from a file of an LMS download, without a roster: the LMS and its id for the person (the LMS module's
+  `grading_id`: `canvas_1001`, `moodle_88001`, `blackboard_alovelace`), never the name (names change
+  during a term) nor anything of the part of the file name the student chose; a `make submit` file's own id;
 - from an LMS's roster export: the same id its files give, so that a run with the roster and one
   without agree in either order (Moodle's participants export has no number: its ids are made from
   the names; prefer the grading worksheet);
@@ -16,7 +16,7 @@ changes, so no run creates a second id for a known person, whatever order runs c
   before it keeps the id they had, and the run says so.
 
 A roster, once given, is remembered here (who is on it, their names, emails, sections and SIS ids,
-and the assignment columns of Canvas's gradebook export, which the Canvas import CSV heads its column by):
+and the grade columns of an LMS's export, which that LMS's import file heads its column by):
 later runs without one use it. A new roster replaces it, and `apply_roster` says who was added,
 removed or renamed. People removed from the roster stay known, with their work; files from them
 are no longer collected.
@@ -34,12 +34,10 @@ from pathlib import Path
 from filelock import FileLock
 
 from grader.errors import BadDownload
-from grader.grading.intake.ids import MAX_ID, name_key, script_id
-from grader.grading.intake.lms import Match
+from grader.grading.intake.ids import name_key, script_id
+from grader.grading.intake.lms.base import Match
+from grader.grading.intake.lms.registry import get, roster_formats
 from grader.grading.intake.roster import Roster, Student, name_keys
-
-LMS_OF_ROSTER = {"canvas": "canvas", "moodle-worksheet": "moodle"}
-LMS_OF_FORMAT = {"canvas": "canvas", "moodle": "moodle"}
 
 
 @dataclass
@@ -53,7 +51,7 @@ class Person:
     sis_login_id: str = ""
     keys: list[str] = field(default_factory=list)
     on_roster: bool = False
-    lms: str = ""  # "canvas" or "moodle" when known: whose user or participant id `lms_id` is
+    lms: str = ""  # the LMS whose id `lms_id` is ("canvas", "moodle", "blackboard"), when known
 
 
 @dataclass(frozen=True)
@@ -80,7 +78,7 @@ class People:
         self.path = path
         self.persons = {p.id: p for p in persons or []}
         self.roster_kind = roster_kind  # the format of the roster last given; "" when none was
-        self.assignments = list(assignments or [])  # its assignment columns, when Canvas's export
+        self.assignments = list(assignments or [])  # its grade columns, when an LMS's export
 
     @classmethod
     def load(cls, path: Path) -> People:
@@ -106,6 +104,11 @@ class People:
     def has_roster(self) -> bool:
         return bool(self.roster_kind)
 
+    @property
+    def roster_lms(self) -> str:
+        """The LMS whose export the roster last given was ("" for none, or the course's own)."""
+        return next((lms.name for form, lms in roster_formats() if form.kind == self.roster_kind), "")
+
     def roster(self) -> list[Person]:
         """The people on the roster last given, by id."""
         return sorted((p for p in self.persons.values() if p.on_roster), key=lambda p: p.id)
@@ -129,7 +132,7 @@ class People:
         for row in roster.students:
             person = self._known(row, matched)
             if person is None:
-                wanted = row.id or _roster_id(row, roster.kind)
+                wanted = row.id or _roster_id(row, roster)
                 person = Person(self._new(wanted))
                 self.persons[person.id] = person
                 added.append(person.id)
@@ -145,7 +148,8 @@ class People:
                 setattr(person, name, getattr(row, name) or getattr(person, name))
             if row.lms_id and f"lms:{row.lms_id}" not in person.keys:
                 person.keys.append(f"lms:{row.lms_id}")
-            person.lms = LMS_OF_ROSTER.get(roster.kind, person.lms)
+            if roster.lms and row.lms_id:
+                person.lms = roster.lms
         for person in self.persons.values():
             person.on_roster = person.id in matched
         self.roster_kind = roster.kind
@@ -183,14 +187,13 @@ class People:
             if found.lms_id and person.lms_id and person.lms_id != found.lms_id:
                 return f"'{found.name}' has LMS id {found.lms_id}, but the roster gives {person.id} {person.lms_id}"
             person.keys.append(found.key)
-            person.lms = person.lms or LMS_OF_FORMAT.get(found.format, "")
+            person.lms = person.lms or (found.format if found.lms_id else "")
             return person
-        if found.lms_id:
-            ident = self._new(lms_id(LMS_OF_FORMAT.get(found.format, "lms"), found.lms_id))
-            person = Person(ident, found.name, lms_id=found.lms_id, keys=[found.key],
-                            lms=LMS_OF_FORMAT.get(found.format, ""))
-        else:
-            wanted = found.key.removeprefix("submit:")
+        if found.lms_id:  # the LMS's user: the id its number gives
+            person = Person(self._new(found.grading_id), found.name, lms_id=found.lms_id, keys=[found.key],
+                            lms=found.format)
+        else:  # a make-submit file: the id its name gives, someone else's already or not
+            wanted = found.grading_id
             if wanted in self.persons:
                 return f"the id {wanted} is already someone else's (another LMS's or the hub's)"
             person = Person(wanted, keys=[found.key])
@@ -205,17 +208,12 @@ class People:
         return self.persons[ident]
 
 
-def _roster_id(row: Student, kind: str) -> str:
-    """The id of a roster row that has no `id` column: the one its files give without a roster
-    (`lms_id`), so that runs with and without the roster agree in either order; without a number
-    (Moodle's participants export), one made from the name (`script_id`)."""
-    return lms_id(LMS_OF_ROSTER.get(kind, "lms"), row.lms_id) if row.lms_id else script_id(row.name or row.email)
-
-
-def lms_id(lms: str, number: str) -> str:
-    """The grading id of the person an LMS numbers `number`: `canvas_1001`, `moodle_88001`. Only the
-    number, never the name: a name can change during the term, and the id must not."""
-    return f"{lms}_{number}"[:MAX_ID]
+def _roster_id(row: Student, roster: Roster) -> str:
+    """The id of a roster row that has no `id` column: the one its files give without a roster (the LMS's
+    `grading_id` of its `lms_id`), so that runs with and without the roster agree in either order; without a
+    number (Moodle's participants export), one made from the name (`script_id`)."""
+    lms = get(roster.lms) if row.lms_id else None
+    return lms.grading_id(row.lms_id) if lms else script_id(row.name or row.email)
 
 
 @contextmanager

@@ -1,22 +1,16 @@
 """The course's students as the LMS lists them: a roster file, read in whichever of the formats below it is.
 
-- **The course's own**: columns `id`, `name`, and optionally `email`, `lms_id` (Canvas's user id or
-  Moodle's participant id) and `section`.
-- **Canvas's gradebook export** (Grades > Export): `Student` (the sortable name, "Lovelace, Ada"), `ID`
-  (Canvas's user id: the number in the download's file names), `SIS User ID`, `SIS Login ID`,
-  `Section`, then one column per assignment ("03-parallel-heads (12345)": its name and Canvas's id),
-  kept as `Roster.assignments` (the Canvas import CSV takes its column from them). The `Points
-  Possible` row is skipped.
-- **Moodle's grading worksheet** (the assignment's "Download grading worksheet"): `Identifier`
-  ("Participant 88001": the participant id in the download's file names), `Full name`,
-  `Email address`, then the grade columns.
-- **Moodle's participants or grades export**: `First name`, `Last name` (or `Surname`), `Email
-  address`, and optionally `ID number` and `Username`. It has no participant id, so downloads are
-  matched to it by name.
+- **The course's own**: columns `id`, `name`, and optionally `email`, `lms_id` (the student's id in
+  the LMS: Canvas's user id, Moodle's participant id, Blackboard's username) and `section`.
+- **An LMS's export**: each LMS module's `rosters` (grader/grading/intake/lms/: Canvas's gradebook
+  export, Moodle's grading worksheet and participants export, Blackboard's Grade Centre export) say
+  which columns identify it, which column gives which field, which rows are no student (Canvas's
+  `Points Possible`), and which columns are grade columns, kept as `Roster.assignments` (the LMS's
+  import file heads its column by one of them).
 
-Headers are read in any case. Which column gives what is in `COLUMNS`; docs/grading-day.md has
-the same table. A roster row's grading id is its `id` when the roster has that column; otherwise the
-people registry (grader.grading.intake.people) gives one and keeps it.
+Headers are read in any case; the first format whose columns the file has is its format.
+docs/grading-day.md has the table of every format. A roster row's grading id is its `id` when the
+roster has that column; otherwise the people registry (grader.grading.intake.people) gives one and keeps it.
 """
 
 from __future__ import annotations
@@ -28,24 +22,14 @@ from pathlib import Path
 
 from grader.errors import BadDownload
 from grader.grading.intake.ids import ID_RULE, name_key, normalised_id
+from grader.grading.intake.lms import registry
+from grader.grading.intake.lms.base import RosterFormat
 from grader.safe_text import for_terminal
 
-# kind -> (columns that identify it, {field of Student: header, lower case})
-COLUMNS = {
-    "course": ({"id", "name"}, {"id": "id", "name": "name", "email": "email", "lms_id": "lms_id",
-                                 "section": "section"}),
-    "canvas": ({"student", "id", "sis login id"}, {"name": "student", "lms_id": "id", "sis_user_id": "sis user id",
-                                                  "sis_login_id": "sis login id", "section": "section"}),
-    "moodle-worksheet": ({"identifier", "full name"}, {"lms_id": "identifier", "name": "full name",
-                                                       "email": "email address"}),
-    "moodle-export": ({"first name", "email address"}, {"first": "first name", "last": "last name",
-                                                        "surname": "surname", "email": "email address",
-                                                        "sis_user_id": "id number", "sis_login_id": "username"}),
-}
-
-
-# A column of Canvas's gradebook export that is an assignment: its name, then Canvas's id in brackets.
-ASSIGNMENT = re.compile(r"^(?P<name>.+?)\s*\((?P<id>\d+)\)$")
+# The course's own roster: it has the columns id and name; the LMSs' exports are their modules'
+# (grader.grading.intake.lms.registry.roster_formats).
+COURSE = RosterFormat("course", frozenset({"id", "name"}), {"id": "id", "name": "name", "email": "email",
+                                                           "lms_id": "lms_id", "section": "section"}, numbered=False)
 
 
 @dataclass(frozen=True)
@@ -78,7 +62,8 @@ class Roster:
 
     kind: str
     students: tuple[Student, ...]
-    assignments: tuple[str, ...] = ()  # Canvas's export: its assignment columns, "03-parallel-heads (12345)"
+    assignments: tuple[str, ...] = ()  # an LMS export's grade columns, "03-parallel-heads (12345)"
+    lms: str = ""  # the LMS whose export it is ("" for the course's own)
 
     @classmethod
     def read(cls, path: Path) -> Roster:
@@ -93,20 +78,22 @@ class Roster:
     def parse(cls, text: str, where: str = "the roster") -> Roster:
         rows = csv.DictReader(text.splitlines())
         headers = {(c or "").strip().casefold(): c for c in rows.fieldnames or []}
-        kind = next((k for k, (needed, _) in COLUMNS.items() if needed <= set(headers)), None)
-        if kind is None:
+        formats = [(COURSE, None), *registry.roster_formats()]
+        form, lms = next(((f, lms) for f, lms in formats if f.needed <= set(headers)), (None, None))
+        if form is None:
+            exports = "; ".join(f"{lms.title}'s {', '.join(sorted(f.needed))}" for f, lms in formats[1:])
             raise BadDownload(f"{where} is not a roster the course reads: it needs the columns id and name, or "
-                              "is Canvas's gradebook export or Moodle's grading worksheet or participants "
-                              f"export (found: {for_terminal(', '.join(headers))})")
-        fields = COLUMNS[kind][1]
+                              f"is an LMS's export of the students ({exports}) (found: "
+                              f"{for_terminal(', '.join(headers))})")
         students, seen = [], set()
         for number, row in enumerate(rows, start=2):
             def cell(field: str, row=row) -> str:
-                return (row.get(headers.get(fields.get(field, ""), ""), "") or "").strip()
-            student = _student(kind, cell)
-            if student is None:  # Canvas's "Points Possible" row, an empty line
+                return (row.get(headers.get(form.fields.get(field, ""), ""), "") or "").strip()
+            fields = form.row(cell)
+            if fields is None or not any(fields.values()):  # Canvas's "Points Possible" row, an empty line
                 continue
-            if kind == "course":
+            student = Student(**{"id": "", "name": "", **fields})
+            if lms is None:
                 ident = normalised_id(student.id)
                 if ident is None:
                     raise BadDownload(f"{where}, line {number}: the id '{for_terminal(student.id)}' is not {ID_RULE}")
@@ -120,8 +107,8 @@ class Roster:
                 seen.add(student.lms_id)
             students.append(student)
         headers_as_written = [(h or "").strip() for h in rows.fieldnames or []]
-        assignments = tuple(h for h in headers_as_written if kind == "canvas" and ASSIGNMENT.match(h))
-        return cls(kind, tuple(students), assignments)
+        assignments = tuple(h for h in headers_as_written if form.assignment and form.assignment.match(h))
+        return cls(form.kind, tuple(students), assignments, lms.name if lms else "")
 
     def find(self, name: str = "", lms_id: str = "", ident: str = "") -> Student | str:
         """The one row for a file the LMS says is `lms_id` and `name`, or a make-submit file of `ident`;
@@ -144,22 +131,3 @@ class Roster:
             rows = ", ".join(s.id or s.name for s in candidates)
             return f"'{who}' matches {len(candidates)} roster rows ({rows}): none chosen"
         return f"'{who}' is not on the roster"
-
-
-def _student(kind: str, cell) -> Student | None:
-    if kind == "moodle-export":
-        name = " ".join(filter(None, [cell("first"), cell("last") or cell("surname")]))
-        if not name:
-            return None
-        return Student("", name, cell("email"), sis_user_id=cell("sis_user_id"), sis_login_id=cell("sis_login_id"))
-    lms_id = cell("lms_id")
-    if kind == "moodle-worksheet":
-        lms_id = "".join(re.findall(r"\d+", lms_id))
-    if kind == "canvas" and (not lms_id or cell("name").casefold() == "points possible"):
-        return None
-    if kind != "course" and not lms_id:
-        return None
-    if kind == "course" and not (cell("id") or cell("name")):
-        return None
-    return Student(cell("id"), cell("name"), cell("email"), lms_id, cell("section"), cell("sis_user_id"),
-                   cell("sis_login_id"))

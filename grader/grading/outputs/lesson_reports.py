@@ -4,10 +4,10 @@ After each run (grader.grading.autograde), next to `grades/<lesson>.csv`:
 
 - `grades/<lesson>-overview.html`: per exercise and per student, what lost points, each student's
   points and lateness (grader.grading.outputs.overview), and the same in the terminal summary;
-- `grades/<lesson>-canvas.csv` or `grades/<lesson>-moodle.csv`: the grades to import into Canvas's
-  gradebook or Moodle's assignment (grader.grading.outputs.canvas_csv, grader.grading.outputs.moodle_csv),
-  only the file of the LMS the students came from (their downloads or the roster); both when no
-  LMS is known, or when `LmsImport.lms` asks for them (`lms_files`);
+- `grades/<lesson>-<lms>.csv` (`-canvas`, `-moodle`, `-blackboard`): the grades as that LMS's import
+  reads them, written by the LMS's module (grader.grading.intake.lms: `Lms.write_import`), only the file
+  of the LMS the students came from (their downloads or the roster); every LMS's when none is known, or
+  those `LmsImport.lms` asks for (`lms_files`);
 - in each graded student's feedback page, the summary: their name, points, lateness, penalty and
   final points (grader.pipeline.feedback_summary), rewritten on every run;
 - `grades/<lesson>-feedback/` and `.zip`: each student's feedback page named for upload
@@ -24,67 +24,78 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from traitlets import List, Unicode
-from traitlets.config import Configurable
+from traitlets.config import Config, Configurable
 
 from grader.errors import UsageError
-from grader.grading.outputs import canvas_csv, feedback_bundle, moodle_csv, overview, similarity
+from grader.grading.intake.lms import registry
+from grader.grading.intake.lms.base import GradeLine
+from grader.grading.outputs import feedback_bundle, overview, similarity
 from grader.grading.policy import grades
 from grader.grading.policy.grades import Row
 from grader.layout import Layout
 from grader.pipeline.feedback_summary import FeedbackSummary, write_summary
 
-LMS_FILES = ("canvas", "moodle")
-
 
 class LmsImport(Configurable):
     """Which LMS import files a run writes."""
 
-    lms = List(Unicode(), help="the LMS import files to write, of 'canvas' and 'moodle' (default: the file of the "
-                               "LMS the students came from, by their downloads or the roster; both when none is "
-                               "known)").tag(config=True)
+    lms = List(Unicode(), help="the LMS import files to write, by the LMSs' names (each module's `name` in "
+                               "grader/grading/intake/lms/, e.g. 'canvas'; default: the file of the LMS the students "
+                               "came from, by their downloads or the roster; every LMS's when none is known)"
+               ).tag(config=True)
 
 
 def lms_files(rows: Sequence[Row], asked: Sequence[str] = ()) -> list[str]:
     """The LMS import files to write for `rows`: those `asked` for; else those of the LMSs the students came
-    from (Person.lms); else, when none is known (the hub, make-submit files, a course roster), both."""
+    from (Person.lms); else, when none is known (the hub, make-submit files, a course roster), every LMS's."""
+    names = [lms.name for lms in registry.importers()]
     if asked:
-        unknown = sorted(set(asked) - set(LMS_FILES))
+        unknown = sorted(set(asked) - set(names))
         if unknown:
-            raise UsageError(f"c.LmsImport.lms names {', '.join(unknown)}: it takes {' and '.join(LMS_FILES)}")
-        return [name for name in LMS_FILES if name in asked]
+            raise UsageError(f"c.LmsImport.lms names {', '.join(unknown)}: it takes {', '.join(names)}")
+        return [name for name in names if name in asked]
     known = {r.person.lms for r in rows if r.person and r.person.lms}
-    return [name for name in LMS_FILES if name in known] or list(LMS_FILES)
+    return [name for name in names if name in known] or names
+
+
+def grade_line(row: Row) -> GradeLine:
+    """What an LMS's import file needs of `row`."""
+    person = row.person
+    graded = row.status == "graded"
+    return GradeLine(row.student, row.name or row.student, row.final, lms=person.lms if person else "",
+                     lms_id=person.lms_id if person else "", email=person.email if person else "",
+                     section=person.section if person else "", sis_user_id=person.sis_user_id if person else "",
+                     sis_login_id=person.sis_login_id if person else "",
+                     scores={e: (s if graded else None) for e, s in row.scores.items()},
+                     time=row.submission.time if row.submission else None, lateness=row.lateness.status())
 
 
 def write(lesson: str, rows: Sequence[Row], points: dict[str, float], layout: Layout, *,
-          before: dict | None, labels: dict[str, str] | None = None,
-          canvas: canvas_csv.CanvasImport | None = None, assignments: Sequence[str] = (),
-          lms: Sequence[str] = (),
+          before: dict | None, labels: dict[str, str] | None = None, config: Config | None = None,
+          roster_lms: str = "", assignments: Sequence[str] = (), lms: Sequence[str] = (),
           similar: similarity.SimilarityReport | None = None) -> tuple[dict[str, Path], str]:
     """Write every report of `rows`; return them by name, and the text to add to the terminal summary
-    (the overview, every final total or exercise that changed since the run that wrote `before`, and a
-    warning when the Canvas import column is no assignment of Canvas's export, `assignments`). `lms`:
-    the LMS import files asked for (LmsImport.lms)."""
+    (the overview, every final total or exercise that changed since the run that wrote `before`, and the
+    LMS import files' warnings, e.g. a column that is none of the grade columns `assignments` of the
+    export of `roster_lms` given as the roster). `lms`: the LMS import files asked for (LmsImport.lms);
+    `config`: the course's configuration, for each LMS's own settings."""
     similar = similar or similarity.SimilarityReport()
-    canvas = canvas or canvas_csv.CanvasImport()
     folder = layout.grades_csv(lesson).parent
     graded = [r for r in rows if r.status == "graded"]
     autograded = {r.student: layout.autograded_notebook(r.student, lesson) for r in graded}
     view = overview.build(lesson, rows, points, autograded, labels)
     lms_rows = [r for r in rows if r.person is None or r.person.on_roster or r.status != grades.NO_SUBMISSION]
     files = {"overview": overview.write_html(folder / f"{lesson}-overview.html", view)}
-    header, warning = canvas_csv.column(lesson, canvas.columns.get(lesson, ""), assignments)
-    wanted = lms_files(rows, lms)
-    for name in LMS_FILES:
-        path = folder / f"{lesson}-{name}.csv"
-        if name not in wanted:
+    wanted, warnings, lines = lms_files(rows, lms), [], [grade_line(r) for r in lms_rows]
+    for importer in registry.importers(config):
+        path = folder / f"{lesson}-{importer.name}.csv"
+        if importer.name not in wanted:
             path.unlink(missing_ok=True)  # no file of an earlier run may pass for this one's
-        elif name == "canvas":
-            files[name] = canvas_csv.write(path, lesson, lms_rows, points, column=header,
-                                           per_exercise=canvas.per_exercise)
-        else:
-            files[name] = moodle_csv.write(path, lms_rows, points)
-    warning = warning if "canvas" in wanted else ""
+            continue
+        warning = importer.write_import(path, lesson, lines, points,
+                                        assignments=assignments if importer.name == roster_lms else ())
+        files[importer.name] = path
+        warnings += [warning] * bool(warning)
     for row in graded:
         page = layout.feedback_page(row.student, lesson)
         if page.is_file() and row.total is not None and row.final is not None:
@@ -101,7 +112,7 @@ def write(lesson: str, rows: Sequence[Row], points: dict[str, float], layout: La
     files["similar"] = similarity.write_html(folder / f"{lesson}-similarity.html", lesson, pairs,
                                              compared=len(submitted), threshold=similar.threshold)
     grades.write_snapshot(layout.grades_snapshot(lesson), rows)
-    text = [*([warning] if warning else []), overview.terminal(view),
+    text = [*warnings, overview.terminal(view),
             f"  similar answers        {len(pairs):4d} pairs at {similar.threshold:.0%} or more (no grade changed)",
             grades.changes_table(lesson, grades.changes(before, rows), len(rows), first=before is None,
                                  names={r.student: r.name for r in rows if r.name})]
