@@ -22,7 +22,12 @@ EXHAUSTIVE = {
     "same_verdicts": "another route to verdicts make test checks (plain nbgrader, full size, other CPUs, Dask, "
                      "PostgreSQL, an ordinary user)",
     "browser": "drives a real browser (tests/e2e)",
+    "full_size": "re-executes at full size a reference notebook whose training runs take more than 30 s of CPU "
+                 "(FULL_SIZE); make test runs every one of its cells at grading size in the shared batch",
 }
+# The reference notebooks whose full-size nbval is in make test-all only: each trains models for more than 30 s
+# of CPU (Lesson 12: a base rate over six runs and six one-layer controls; Lesson 13: a base rate over 20 runs).
+FULL_SIZE = ("12-induction-gpt", "13-cross-attention")
 
 
 def pytest_configure(config):
@@ -40,6 +45,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SOLUTIONS in item.path.parents:
             item.add_marker(pytest.mark.kernel)
+            if item.path.parent.name in FULL_SIZE:
+                item.add_marker(pytest.mark.full_size)
         elif (ROOT / "tests") in item.path.parents:
             tier = item.path.relative_to(ROOT / "tests").parts[0]
             if tier in TIERS:
