@@ -279,6 +279,15 @@ def test_a_blackboard_download_is_graded_by_username_and_receipt_time_into_the_g
     assert not (term.root / GRADES / f"{LESSON}-moodle.csv").exists()
     with zipfile.ZipFile(term.root / GRADES / f"{LESSON}-feedback.zip") as bundle:
         assert sorted(bundle.namelist()) == [f"{u}_{LESSON}-feedback.html" for u in ("ada", "alan", "grace")]
+    # Reruns over the same facts (the same download handed in again, then no new input) change no file.
+    def files() -> dict[str, bytes]:
+        names = (f"{LESSON}.csv", f"{LESSON}-blackboard.csv")
+        return {name: (term.root / GRADES / name).read_bytes() for name in names}
+
+    first = files()
+    term.run(source=archive, roster=term.roster(BLACKBOARD_ROSTER))
+    term.run()
+    assert files() == first
 
 
 @pytest.mark.more_cases
