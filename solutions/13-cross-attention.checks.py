@@ -71,18 +71,18 @@ def cross_attention_cases(rng):
 # --- Exercise 2: the decoder block ----------------------------------------------------------------------
 
 
-def _norm(x, gamma, beta, eps=1e-5):
+def _layer_norm(x, gamma, beta, eps=1e-5):
     mean = x.mean(axis=-1, keepdims=True)
     return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta
 
 
 def decoder_block(params, y, memory, source_mask, h):
     T = y.shape[1]
-    b1 = _norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
+    b1 = _layer_norm(y, params["dec.ln1_gamma"], params["dec.ln1_beta"])
     out, self_weights = cross_attention(b1, b1, np.tril(np.ones((T, T), dtype=bool)),
                                         *(params["dec." + n] for n in ("Wq", "Wk", "Wv", "Wo")), h)
     y1 = y + out
-    b2 = _norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
+    b2 = _layer_norm(y1, params["dec.ln2_gamma"], params["dec.ln2_beta"])
     out, cross_weights = cross_attention(b2, memory, source_mask,
                                          *(params["dec.cross_" + n] for n in ("Wq", "Wk", "Wv", "Wo")), h)
     return y1 + out, {"b1": b1, "self_weights": self_weights, "y1": y1, "b2": b2, "cross_weights": cross_weights}
@@ -120,11 +120,6 @@ def decoder_block_cases(rng):
 
 
 # --- Exercise 3: one decoding step that reuses the keys and values of the source ----------------------
-
-
-def _layer_norm(x, gamma, beta, eps=1e-5):
-    mean = x.mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta
 
 
 def _attend(q, K, V, allowed):
