@@ -334,15 +334,33 @@ class OutOfTime(BaseException):  # not an Exception: a candidate's own `except E
     pass
 
 
+RETRY_SECONDS = 0.01
+
+
+def in_finaliser(frame) -> bool:
+    """Whether `frame` runs inside an object's `__del__` (a garbage collection that happened to fall in the
+    time limit): an exception raised there never reaches the caller."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float, *, cpu: bool = False):
     """OutOfTime after `seconds` of wall-clock time; with `cpu`, after `seconds` of this process's CPU time
     (the same on a busy machine), or ten times that of wall-clock time (a call that waits)."""
-    def expire(signum, frame):
-        raise OutOfTime
-
     timers = [(signal.SIGALRM, signal.ITIMER_REAL, seconds * (10 if cpu else 1))]
     timers += [(signal.SIGPROF, signal.ITIMER_PROF, seconds)] if cpu else []
+    timer_of = {number: timer for number, timer, _ in timers}
+
+    def expire(signum, frame):
+        if in_finaliser(frame):  # raised there, OutOfTime would be printed and lost: try again just after
+            signal.setitimer(timer_of[signum], RETRY_SECONDS)
+            return
+        raise OutOfTime
+
     previous = [signal.signal(number, expire) for number, _, _ in timers]
     for _, timer, limit in timers:
         signal.setitimer(timer, limit)
