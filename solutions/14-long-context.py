@@ -68,7 +68,7 @@ import tracemalloc
 import matplotlib.pyplot as plt
 import numpy as np
 
-from lesson_helpers import tidy_figures  # the course's helper for figures
+from lesson_helpers import demo_size, tidy_figures  # the course's helpers for demonstrations
 
 tidy_figures()  # labels and colourbars placed without overlap
 
@@ -1104,6 +1104,7 @@ print("slopes for h = 12:", np.round(alibi_slopes(12), 4))
 # %%
 N_NOISE_X, N_VALUE_X = 8, 8
 T_TRAIN, EXTRAPOLATION_SEEDS, H_X = 16, 4, 4
+EXTRAPOLATION_STEPS = demo_size(full=200, small=20)
 
 
 def recency_batch(rng, n_models, B, T):
@@ -1125,14 +1126,15 @@ for scheme in schemes:
                          scheme=scheme, T_max=4 * T_TRAIN)
     data_rng = np.random.default_rng(1)
     trained[scheme] = train_models(params, lambda: recency_batch(data_rng, EXTRAPOLATION_SEEDS, 16, T_TRAIN), h=H_X,
-                                   steps=200, scheme=scheme)
+                                   steps=EXTRAPOLATION_STEPS, scheme=scheme)
     losses = []
     for T_eval in lengths:
         loss = model_forward(trained[scheme], *tests[T_eval], H_X, scheme, backward=False)[0]  # (n, B, T)
         losses.append(loss[..., -T_TRAIN:].mean(axis=(1, 2)))  # (n,): the last 16 positions
         by_position[scheme] = loss.mean(axis=(0, 1))  # (T,): the last length, 4T, kept for the plot
     extrapolation[scheme] = np.array(losses)  # (3 lengths, n models)
-print(f"loss over the last 16 positions, mean of {EXTRAPOLATION_SEEDS} models (min-max); chance {np.log(N_VALUE_X):.2f}")
+print(f"loss over the last 16 positions, mean of {EXTRAPOLATION_SEEDS} models (min-max) trained for "
+      f"{EXTRAPOLATION_STEPS} steps; chance {np.log(N_VALUE_X):.2f}")
 print(f"{'scheme':<11}" + "".join(f"{'T = ' + str(T_eval):>20}" for T_eval in lengths))
 for scheme in schemes:
     print(f"{scheme:<11}" + "".join(f"{row.mean():>9.2f} ({row.min():.2f}-{row.max():.2f})"

@@ -71,7 +71,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from lesson_helpers import tidy_figures  # the course's helper for figures
+from lesson_helpers import demo_size, tidy_figures  # the course's helpers for demonstrations
 
 tidy_figures()  # labels and legends placed without overlap
 
@@ -787,8 +787,9 @@ def train_model(steps=400, batch=32, lr=1e-2, init_seed=0, data_seed=100):
     return params
 
 
+TRAIN_STEPS = demo_size(full=400, small=100)
 cpu_start = time.process_time()
-params = train_model()
+params = train_model(TRAIN_STEPS)
 train_cpu = time.process_time() - cpu_start
 held_out = spelling_batch(np.random.default_rng(7), 500)
 logits_held, _ = seq2seq_forward(params, *held_out[:2], H)  # (500, T_MAX, V)
@@ -843,6 +844,7 @@ def sample_decode(params, source, rng, **settings):
 
 
 N_SOURCES, N_SAMPLES = 100, 10
+SAMPLING_SEEDS = demo_size(full=5, small=1)  # generators per setting
 sources = np.repeat(held_out[0][:N_SOURCES], N_SAMPLES, axis=0)  # (2000, S_MAX + 1): each source 10 times
 settings_grid = {"greedy (tau = 0)": {"temperature": 0}, "tau = 0.5": {"temperature": 0.5},
                  "tau = 1": {}, "tau = 1.5": {"temperature": 1.5}, "tau = 2.5": {"temperature": 2.5},
@@ -852,7 +854,7 @@ sampling_table = {}
 print(f"{'setting':<22} {'quality: mean [range]':>22} {'distinct of 10: mean [range]':>29}")
 for name, settings in settings_grid.items():
     quality, diversity = [], []
-    for seed in range(5):
+    for seed in range(SAMPLING_SEEDS):
         outputs = sample_decode(params, sources, np.random.default_rng(seed=seed), **settings)  # (2000, T_MAX)
         quality.append(task_valid(sources, outputs).mean())
         per_source = outputs.reshape(N_SOURCES, N_SAMPLES, T_MAX)
@@ -1065,11 +1067,11 @@ def most_probable_output(source):
     return np.concatenate([np.repeat(words, 2), [EOS]])
 
 
-N_BEAM_SOURCES = 200
-beam_sources = held_out[0][:N_BEAM_SOURCES]  # (200, S_MAX + 1)
+N_BEAM_SOURCES = demo_size(full=200, small=20)
+beam_sources = held_out[0][:N_BEAM_SOURCES]  # (N_BEAM_SOURCES, S_MAX + 1)
 step_params = decoder_params(params)
-memories, _ = encode(params, beam_sources, H)  # (200, S, C): the encoder runs once per source
-all_cross_kv = cross_keys_values(params, memories, H)  # (200, h, S, hs) each: once per source
+memories, _ = encode(params, beam_sources, H)  # (N_BEAM_SOURCES, S, C): the encoder runs once per source
+all_cross_kv = cross_keys_values(params, memories, H)  # (N_BEAM_SOURCES, h, S, hs) each: once per source
 beam_results = {}
 for width in [1, 2, 4, 8]:
     outputs = [beam_search(step_params, (all_cross_kv[0][i:i + 1], all_cross_kv[1][i:i + 1]),
@@ -1147,8 +1149,9 @@ print(f"sources where width 4's output differs from greedy's: {len(differ)} of {
 # `EOS` is as likely as any other token), beams of width 4 with $T_{\max} = 6$ steps:
 
 # %%
+N_RANDOM_DECODERS = demo_size(full=200, small=20)
 for alpha in [0.0, 0.6, 1.0, 2.0]:
-    found = [beam_search(*random_decoder(seed=seed), 4, alpha=alpha, max_len=6) for seed in range(200)]
+    found = [beam_search(*random_decoder(seed=seed), 4, alpha=alpha, max_len=6) for seed in range(N_RANDOM_DECODERS)]
     lengths = np.array([len(tokens) for tokens, _, _ in found])
     print(f"alpha = {alpha}: mean output length {lengths.mean():.2f}, outputs of one token (EOS at once) "
           f"{np.mean(lengths == 1):.3f}, mean log P {np.mean([lp for _, lp, _ in found]):.2f}")
@@ -1368,7 +1371,7 @@ def target_generate(P, start, n_tokens, rng):
 # and plain sampling from the target, which must pass.
 
 # %%
-N_RUNS = 10_000
+N_RUNS = demo_size(full=10_000, small=1_000)
 spec_rng = np.random.default_rng(2023)
 runs = np.array([speculative_generate(P_target, drafts[1.0], 0, 2, 4, spec_rng)[0] for _ in range(N_RUNS)])  # (N, 2)
 plain_rng = np.random.default_rng(2024)
@@ -1392,9 +1395,9 @@ freq = {name: np.bincount(s, minlength=V_BI) / N_RUNS for name, s in
         [("speculative decoding", runs[:, 0]), ("the draft alone", draft_only[:, 0])]}
 _ = ax.bar(np.arange(V_BI) - width_bar, first_target, width_bar, color="tab:grey", label="target P[0] (exact)")
 _ = ax.bar(np.arange(V_BI), freq["speculative decoding"], width_bar, color="tab:blue",
-           label="speculative decoding, 10,000 runs")
+           label=f"speculative decoding, {N_RUNS:,} runs")
 _ = ax.bar(np.arange(V_BI) + width_bar, freq["the draft alone"], width_bar, color="tab:orange",
-           label="the draft alone, 10,000 runs")
+           label=f"the draft alone, {N_RUNS:,} runs")
 ax.set_xlabel("first token")
 ax.set_ylabel("probability / frequency")
 ax.set_xticks(range(V_BI))
@@ -1422,7 +1425,7 @@ plt.show()
 
 # %%
 gammas = [1, 2, 3, 4, 6, 8]
-N_LONG = 2_000
+N_LONG = demo_size(full=2_000, small=200)
 per_pass = {}
 print(f"{'draft':<14} {'alpha':>6} " + " ".join(f"{'g = ' + str(g):>13}" for g in gammas))
 for lam, Q in drafts.items():
@@ -1492,10 +1495,13 @@ def counted(decode):
     return counter["passes"] / n_tokens, counter["rows"] / n_tokens
 
 
+N_COST_SOURCES = demo_size(full=50, small=10)
+
+
 def one_by_one(width=None, **settings):
-    """Decode 50 sources one at a time (batch 1) by beam search or by sampling; the tokens written."""
+    """Decode N_COST_SOURCES sources one at a time (batch 1) by beam search or by sampling; the tokens written."""
     total = 0
-    for i in range(50):
+    for i in range(N_COST_SOURCES):
         kv, valid = (all_cross_kv[0][i:i + 1], all_cross_kv[1][i:i + 1]), beam_sources[i:i + 1] != PAD
         if width is not None:
             total += len(beam_search(step_params, kv, valid, width)[0])
@@ -1536,7 +1542,7 @@ for lam, gamma in [(0.2, 4), (0.2, 8), (1.0, 4)]:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(f"training: 400 steps, CPU {train_cpu:.1f} s")
+print(f"training: {TRAIN_STEPS} steps, CPU {train_cpu:.1f} s")
 
 # %% [markdown]
 # ## Summary
