@@ -56,6 +56,17 @@ def test_fixture_submission_scores_exactly_as_expected(graded, lesson_id, varian
     assert not any(flag.name == "manual-grade" for flag in result.flags), "no autograded cell should need manual grade"
 
 
+def test_every_cell_of_the_graded_reference_runs_cleanly(graded, lesson):
+    """The reference graded at grading size (demonstrations smaller, lesson_helpers.demo_size): no cell raised
+    or wrote to stderr. For the lessons of FULL_SIZE (tests/plugins/tiers.py), whose full-size nbval is
+    `make test-all`'s, this is `make test`'s run of every cell."""
+    troubles = [(index, output.get("ename") or output.get("name"), output.get("evalue") or output.get("text"))
+                for index, cell in enumerate(graded.autograded(lesson, "reference").cells) if cell.cell_type == "code"
+                for output in cell.get("outputs", [])
+                if output.get("output_type") == "error" or output.get("name") == "stderr"]
+    assert not troubles, troubles
+
+
 @pytest.mark.same_verdicts
 def test_plain_nbgrader_autograde_agrees_with_the_course_grader(graded, tmp_path):
     """An instructor's own `nbgrader autograde` gives the same scores as `python -m grader autograde`,
