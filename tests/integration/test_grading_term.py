@@ -12,9 +12,11 @@ One file of the first download is an attack: a student who names their upload
 `x_1002_assignsubmission_file_<lesson>.ipynb`, so that Canvas's entry also reads as Moodle's name for
 participant 1002, a classmate. The download is Canvas's as a whole, so the file is its sender's.
 
-A Blackboard term's first run is checked the same way: its Assignment File Download (receipts and
-attached files, one of them named as Blackboard names a classmate's later attempt) with its Grade
-Centre export as the roster, the times read from the receipts in the server's zone.
+`make test-all` also checks a Blackboard term's first run the same way (one more LMS: make test's is
+Canvas's): its Assignment File Download (receipts and attached files, one of them named as Blackboard
+names a classmate's later attempt) with its Grade Centre export as the roster, the times read from the
+receipts in the server's zone. Blackboard's names, roster and import file are make test's in
+tests/unit/grading/intake/lms/test_blackboard.py.
 """
 
 from __future__ import annotations
@@ -252,6 +254,7 @@ BLACKBOARD_ATTEMPTS = [
      f"Lesson_1_grace_attempt_2026-12-03-10-00-00_{LESSON}.ipynb")]
 
 
+@pytest.mark.more_cases
 def test_a_blackboard_download_is_graded_by_username_and_receipt_time_into_the_grade_centre_file(term):
     term.configure(DEADLINE, "c.BlackboardDownload.time_zone = 'Europe/Amsterdam'\n")
     archive = term.root / "gradebook_Lesson_1.zip"
