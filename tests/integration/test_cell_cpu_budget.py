@@ -15,7 +15,7 @@ import pytest
 
 from grader.course import lesson_ids
 from grader.grading.autograde import main as autograde
-from tests.integration.test_sandbox_limits import needs_cgroup
+from tests.integration.guarded_run import needs_cgroup
 from tests.support import build_notebook, make_course
 
 pytestmark = pytest.mark.more_cases  # every lesson's worst hidden test, each graded again

@@ -6,10 +6,7 @@ from __future__ import annotations
 import os
 from unittest import mock
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
-from traitlets.config import Config
 
 from grader.course import ROOT
 from grader.pipeline.guarded_execute import (
@@ -17,27 +14,10 @@ from grader.pipeline.guarded_execute import (
     NOT_RUN,
     OUTPUT_CAPPED,
     UNSAFE,
-    GuardedExecute,
     KernelStartError,
 )
 from grader.sandbox import bwrap
-from grader.sandbox.limits import KernelLimits
-from tests.support import count_sandboxed_kernel
-
-
-def run(*sources: str, **settings) -> nbformat.NotebookNode:
-    """`sources` run by GuardedExecute with `settings`: its own, or KernelLimits' (memory_limit, ...)."""
-    nb = new_notebook(cells=[new_code_cell(source) for source in sources])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    limits = {name: settings.pop(name) for name in list(settings) if KernelLimits.class_traits(config=True).get(name)}
-    execute = GuardedExecute(**{"timeout": 60, "kernel_name": "python3", "on_notebook_start": count_sandboxed_kernel,
-                                **settings}, config=Config({"KernelLimits": limits}))
-    nb, _ = execute.preprocess(nb, {"metadata": {"path": str(ROOT)}})
-    return nb
-
-
-def text(cell) -> str:
-    return "".join(o.get("text", "") + o.get("evalue", "") for o in cell.outputs)
+from tests.integration.guarded_run import run, text
 
 
 def test_the_kernel_sees_neither_the_course_nor_the_network_and_dies_alone():

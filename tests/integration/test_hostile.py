@@ -34,6 +34,7 @@ from grader.course import ROOT, nbgrader_config
 from grader.grading.autograde import main as autograde
 from grader.pipeline.feedback_summary import NOTEBOOK, SLOT, FeedbackSummary, filled
 from grader.sandbox import cgroup
+from tests.integration.guarded_run import cgroups_here
 from tests.support import (
     Course,
     batch_scores,
@@ -66,15 +67,6 @@ class Sampled:
     memory: dict[str, int]  # kernel cgroup -> most bytes of memory seen
     grader_rss: int  # most resident bytes of any grading process (kernels aside)
     root_processes: list[str] = field(default_factory=list)  # kernel processes seen as root, if any
-
-
-def cgroups_here() -> bool:
-    """Whether this process can make a kernel's cgroup (root here; an ordinary user only with delegation)."""
-    try:
-        cgroup.KernelCgroup.create(f"grader-kernel-probe-{os.getpid()}", memory=0, tasks=0).remove()
-    except cgroup.CgroupUnavailable:
-        return False
-    return True
 
 
 def kernel_cgroups() -> list[Path]:

@@ -17,18 +17,7 @@ import pytest
 from grader.pipeline.guarded_execute import CPU_TIMEOUT, LIMIT_EXCEEDED, NOT_RUN, WATCHDOG_ONLY
 from grader.sandbox import cgroup, kernel
 from grader.sandbox.cgroup import CgroupUnavailable, KernelCgroup
-from tests.integration.test_guarded_execute import run, text
-
-
-def _cgroups_here() -> bool:
-    try:
-        KernelCgroup.create(f"grader-kernel-probe-{os.getpid()}", memory=0, tasks=0).remove()
-    except CgroupUnavailable:
-        return False
-    return True
-
-
-needs_cgroup = pytest.mark.skipif(not _cgroups_here(), reason="no cgroup can be made here (not root, no delegation)")
+from tests.integration.guarded_run import needs_cgroup, run, text
 
 
 def enames(cell) -> list[str]:
