@@ -30,7 +30,7 @@ from grader.course import ROOT
 from grader.layout import GRADEBOOK
 from grader.sandbox.bwrap import SETPRIV, python_dirs
 from tests.ordinary_user import as_ordinary_user, unused_uid, user_env
-from tests.support import Course, batch_scores, hostile_cases, make_course, points_of, write_download
+from tests.support import Course, batch_scores, hostile_cases, points_of, write_download
 
 LESSON = "03-parallel-heads"
 ATTEMPT = "20260115-100000"
@@ -66,7 +66,8 @@ MATRIX = {
 
 
 def copy_course(course: Course, root: Path) -> Course:
-    """`course`'s Lesson 3 (its release, and the gradebook as released) in a course of its own at `root`."""
+    """`course`'s Lesson 3 (its release, and the gradebook as released) in a course of its own at `root`: never
+    the shared course's own gradebook, which the shared batch fills meanwhile."""
     (root / "lessons").mkdir(parents=True)
     shutil.copytree(course.release(LESSON).parent, root / "lessons" / LESSON)
     course.copy_gradebook(root / GRADEBOOK)
@@ -149,19 +150,11 @@ def check(graded: dict) -> None:
     assert "UNSAFE:" not in summary, summary
 
 
-@pytest.fixture(scope="module")
-def lesson_course(tmp_path_factory) -> Course:
-    """Lesson 3 released alone in a course of its own: not the session's shared course, whose gradebook the
-    shared batch fills meanwhile (under make test-all with every fixture and cheat, which the gradebook
-    check of a copy then refuses)."""
-    return make_course(tmp_path_factory.mktemp("environments") / "course", lessons=[LESSON], cell_timeout=CELL_TIMEOUT)
-
-
-def test_an_ordinary_user_with_a_private_tmpdir_grades_every_submission_exactly(lesson_course):
-    grade_in(REPRESENTATIVE, lesson_course)
+def test_an_ordinary_user_with_a_private_tmpdir_grades_every_submission_exactly(course):
+    grade_in(REPRESENTATIVE, course)
 
 
 @pytest.mark.same_verdicts
 @pytest.mark.parametrize("name", list(MATRIX))
-def test_every_cell_of_the_matrix_grades_every_submission_exactly(lesson_course, name):
-    grade_in(MATRIX[name], lesson_course)
+def test_every_cell_of_the_matrix_grades_every_submission_exactly(course, name):
+    grade_in(MATRIX[name], course)
