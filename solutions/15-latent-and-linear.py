@@ -893,6 +893,7 @@ for fd_kind in ["softmax", "linear"]:
 # %%
 pair_counts = demo_size(full=[2, 4, 8, 16, 32], small=[2, 32])
 seeds = list(range(demo_size(full=3, small=1)))
+over_seeds = f"mean of {len(seeds)} seed{'s' * (len(seeds) != 1)}"
 runs = {kind: np.array([[train_recall(seed, n, kind) for seed in seeds] for n in pair_counts])
         for kind in ["softmax", "linear"]}  # (len(pair_counts), len(seeds), 2): accuracy, weight on the asked pair
 recall = {kind: result[..., 0] for kind, result in runs.items()}  # (len(pair_counts), len(seeds))
@@ -903,7 +904,7 @@ for row, n in enumerate(pair_counts):
 wider = np.array([train_recall(seed, 32, "linear", d=32)[0] for seed in seeds])
 print(f"control, linear with d = 32 at n = 32: {' '.join(f'{acc:.2f}' for acc in wider)}, mean {wider.mean():.2f}")
 print(f"chance: {1 / 16:.4f}")
-print(f"mean weight on the asked pair (mean of {len(seeds)} seeds), against 1/n for uniform weights:")
+print(f"mean weight on the asked pair ({over_seeds}), against 1/n for uniform weights:")
 for row, n in enumerate(pair_counts):
     print(f"  n = {n:>2}: softmax {runs['softmax'][row, :, 1].mean():.2f}, linear {runs['linear'][row, :, 1].mean():.2f},"
           f" uniform {1 / n:.2f}")
@@ -912,8 +913,8 @@ fig, ax = plt.subplots(figsize=(6, 4))
 for kind, colour in [("softmax", "tab:blue"), ("linear", "tab:orange")]:
     for col in range(len(seeds)):
         _ = ax.plot(pair_counts, recall[kind][:, col], "o", color=colour, alpha=0.4)
-    _ = ax.plot(pair_counts, recall[kind].mean(axis=1), "-", color=colour, label=f"{kind} attention (mean of {len(seeds)} seeds)")
-_ = ax.plot([32], [wider.mean()], "s", color="tab:green", label=f"linear, d = 32 (mean of {len(seeds)} seeds)")
+    _ = ax.plot(pair_counts, recall[kind].mean(axis=1), "-", color=colour, label=f"{kind} attention ({over_seeds})")
+_ = ax.plot([32], [wider.mean()], "s", color="tab:green", label=f"linear, d = 32 ({over_seeds})")
 ax.set_xscale("log", base=2)
 ax.set_xlabel("stored pairs n")
 ax.set_ylabel("recall accuracy on 2,000 test sequences")
