@@ -851,6 +851,7 @@ settings_grid = {"greedy (tau = 0)": {"temperature": 0}, "tau = 0.5": {"temperat
                  "tau = 2.5, top-k 4": {"temperature": 2.5, "top_k": 4},
                  "tau = 2.5, top-p 0.8": {"temperature": 2.5, "top_p": 0.8}}
 sampling_table = {}
+print(f"{N_SOURCES} sources, {N_SAMPLES} samples each, {SAMPLING_SEEDS} generators per setting")
 print(f"{'setting':<22} {'quality: mean [range]':>22} {'distinct of 10: mean [range]':>29}")
 for name, settings in settings_grid.items():
     quality, diversity = [], []
@@ -1084,7 +1085,7 @@ for width in [1, 2, 4, 8]:
     name = "greedy (width 1)" if width == 1 else f"beam, width {width}"
     print(f"{name:<17} model log P {model_lp:6.2f}   task log P {task_lp[np.isfinite(task_lp)].mean():6.2f}   "
           f"the most probable output {mode:.3f}   valid {np.isfinite(task_lp).mean():.3f}")
-print(f"the task's most probable outputs: task log P {np.mean([task_log_prob(s, most_probable_output(s)) for s in beam_sources]):6.2f}")
+print(f"the task's most probable outputs ({N_BEAM_SOURCES} sources): task log P {np.mean([task_log_prob(s, most_probable_output(s)) for s in beam_sources]):6.2f}")
 
 # %% [markdown]
 # Greedy decoding writes the task's most probable output for none of the 200 sources: it takes
@@ -1153,7 +1154,7 @@ N_RANDOM_DECODERS = demo_size(full=200, small=20)
 for alpha in [0.0, 0.6, 1.0, 2.0]:
     found = [beam_search(*random_decoder(seed=seed), 4, alpha=alpha, max_len=6) for seed in range(N_RANDOM_DECODERS)]
     lengths = np.array([len(tokens) for tokens, _, _ in found])
-    print(f"alpha = {alpha}: mean output length {lengths.mean():.2f}, outputs of one token (EOS at once) "
+    print(f"alpha = {alpha}, {N_RANDOM_DECODERS} decoders: mean output length {lengths.mean():.2f}, outputs of one token (EOS at once) "
           f"{np.mean(lengths == 1):.3f}, mean log P {np.mean([lp for _, lp, _ in found]):.2f}")
 
 # %% [markdown]
@@ -1380,6 +1381,7 @@ draft_rng = np.random.default_rng(2025)
 draft_only = np.array([target_generate(drafts[1.0], 0, 2, draft_rng) for _ in range(N_RUNS)])  # (N, 2)
 first_target = P_target[0]  # (V,)
 pair_target = (P_target[0][:, None] * P_target).reshape(-1)  # (V * V,): P[0, a] P[a, b] at index a * V + b
+print(f"{N_RUNS:,} runs of each")
 print(f"{'':<34} {'X^2':>8} {'threshold':>9} {'passed':>6} {'TV':>6} {'noise TV':>8}")
 for name, sample in [("speculative, first token", runs[:, 0]), ("speculative, first pair", runs[:, 0] * V_BI + runs[:, 1]),
                      ("control: target sampling, pair", plain[:, 0] * V_BI + plain[:, 1]),
@@ -1427,6 +1429,7 @@ plt.show()
 gammas = [1, 2, 3, 4, 6, 8]
 N_LONG = demo_size(full=2_000, small=200)
 per_pass = {}
+print(f"tokens per target pass over {N_LONG:,} tokens, measured (formula)")
 print(f"{'draft':<14} {'alpha':>6} " + " ".join(f"{'g = ' + str(g):>13}" for g in gammas))
 for lam, Q in drafts.items():
     alpha = acceptance[lam]
@@ -1514,6 +1517,7 @@ def one_by_one(width=None, **settings):
 costs = {"greedy": counted(lambda: one_by_one(temperature=0)), "sampling, tau = 1": counted(lambda: one_by_one())}
 for width in [2, 4, 8]:
     costs[f"beam, width {width}"] = counted(lambda w=width: one_by_one(width=w))
+print(f"{N_COST_SOURCES} sources, decoded one at a time")
 print(f"{'method':<36} {'target passes/token':>19} {'positions/token':>15} {'draft passes/token':>18}")
 for name, (passes, rows) in costs.items():
     print(f"{name:<36} {passes:19.2f} {rows:15.2f} {0:18.2f}")
